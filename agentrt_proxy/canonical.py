@@ -1,0 +1,417 @@
+"""The strict JSON boundary and the canonical form.
+
+Everything that crosses into the runtime as JSON (a call's arguments, a tool's content,
+the configuration) is checked here first, in the original's order and words:
+
+1. nesting deeper than 256 levels      4. an unpaired surrogate escape
+2. invalid UTF-8                       5. a repeated object key (or a nested float64 overflow)
+3. not exactly one valid JSON value    6. a number literal past its bounds
+
+Parsed values keep every number as its literal (``Number``), because ``1250.5`` and
+``1250.50`` are different requests and different approvals. The canonical (hashing)
+form sorts keys by UTF-8 bytes, drops whitespace, keeps literals and escapes strings in
+one fixed way; the policy form is the same without the HTML-safe escapes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+from collections.abc import Iterator
+from typing import Any
+
+MAX_DEPTH = 256
+MAX_NUMBER_LENGTH = 10_000
+MAX_EXPONENT = 10_000
+
+_STRING_LITERAL = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
+_BRACKET = re.compile(rb"[\[\]{}]")
+_ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|.)", re.DOTALL)
+_HTML_UNSAFE = re.compile("[<>&\u2028\u2029]")
+_HTML_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+_encode_string = json.encoder.encode_basestring  # type: ignore[attr-defined]
+
+
+class JSONBoundaryError(ValueError):
+    """JSON the runtime refuses where it enters; ``reason`` is the original's wording."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+class Number(str):
+    """A JSON number, kept as the literal it was written as."""
+
+    __slots__ = ()
+
+    def is_integer_literal(self) -> bool:
+        return not any(c in self for c in ".eE")
+
+
+# --------------------------------------------------------------------------- the boundary
+
+
+def _text_of(raw: bytes | str) -> tuple[bytes, str]:
+    """Return the bytes (for the depth scan) and the decoded text, refusing invalid UTF-8."""
+    if isinstance(raw, str):
+        try:
+            data = raw.encode("utf-8")
+        except UnicodeEncodeError:
+            # A str holding a raw lone surrogate cannot have come from valid UTF-8.
+            raise JSONBoundaryError("not valid UTF-8") from None
+        _check_depth(data)
+        return data, raw
+    data = bytes(raw)
+    _check_depth(data)
+    try:
+        return data, data.decode("utf-8")
+    except UnicodeDecodeError:
+        raise JSONBoundaryError("not valid UTF-8") from None
+
+
+def _check_depth(data: bytes) -> None:
+    # Fast path: fewer opening brackets than the limit cannot nest past it.
+    if data.count(b"[") + data.count(b"{") <= MAX_DEPTH:
+        return
+    stripped = _STRING_LITERAL.sub(b"", data)
+    quote = stripped.find(b'"')
+    if quote >= 0:  # an unterminated string: the rest of the input is inside it
+        stripped = stripped[:quote]
+    depth = 0
+    for match in _BRACKET.finditer(stripped):
+        if match.group() in (b"[", b"{"):
+            depth += 1
+            if depth > MAX_DEPTH:
+                raise JSONBoundaryError(f"nested deeper than {MAX_DEPTH} levels")
+        else:
+            depth -= 1
+
+
+class _ParseState:
+    """What the literal-keeping parse noticed, reported in the boundary's order."""
+
+    __slots__ = ("duplicate", "number_error", "overflow")
+
+    def __init__(self) -> None:
+        self.duplicate = False
+        self.overflow: Number | None = None
+        self.number_error: str | None = None
+
+    def number(self, literal: str) -> Number:
+        value = Number(literal)
+        if self.number_error is None:
+            self.number_error = _number_bound_error(literal)
+        if self.overflow is None and math.isinf(float(literal)):
+            self.overflow = value
+        return value
+
+    def pairs(self, pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        obj = dict(pairs)
+        if len(obj) != len(pairs):
+            self.duplicate = True
+        return obj
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _abbreviate(literal: str) -> str:
+    return literal if len(literal) <= 24 else literal[:24] + "..."
+
+
+def _number_bound_error(literal: str) -> str | None:
+    if len(literal) > MAX_NUMBER_LENGTH:
+        return f"number {literal[:24]}... is longer than {MAX_NUMBER_LENGTH} characters"
+    cut = max(literal.find("e"), literal.find("E"))
+    if cut < 0:
+        return None
+    digits = literal[cut + 1 :].lstrip("+-").lstrip("0")
+    if len(digits) > 5 or (digits and int(digits) > MAX_EXPONENT):
+        return f"number {_abbreviate(literal)} has an exponent beyond ±{MAX_EXPONENT}"
+    return None
+
+
+def _first_unpaired_surrogate(text: str) -> str | None:
+    if "\\u" not in text and "\\U" not in text:
+        return None
+    pending: re.Match[str] | None = None
+    for match in _ESCAPE.finditer(text):
+        hexdigits = match.group(1)
+        code = int(hexdigits, 16) if hexdigits is not None else -1
+        if pending is not None:
+            if match.start() == pending.end() and 0xDC00 <= code <= 0xDFFF:
+                pending = None
+                continue
+            return pending.group()
+        if 0xD800 <= code <= 0xDBFF:
+            pending = match
+        elif 0xDC00 <= code <= 0xDFFF:
+            return match.group()
+    return pending.group() if pending is not None else None
+
+
+def _parse(raw: bytes | str) -> Any:
+    _, text = _text_of(raw)
+    state = _ParseState()
+    try:
+        value = json.loads(
+            text,
+            object_pairs_hook=state.pairs,
+            parse_int=state.number,
+            parse_float=state.number,
+            parse_constant=_refuse_constant,
+        )
+    except (ValueError, RecursionError):
+        raise JSONBoundaryError("not valid JSON") from None
+    surrogate = _first_unpaired_surrogate(text)
+    if surrogate is not None:
+        raise JSONBoundaryError(f"unpaired surrogate {surrogate}")
+    if state.duplicate:
+        raise JSONBoundaryError(f"duplicate key {_go_quote(_first_duplicate_key(text))}")
+    if state.overflow is not None and value is not state.overflow:
+        raise JSONBoundaryError(f"number {_abbreviate(state.overflow)} overflows a 64-bit float")
+    if state.number_error is not None:
+        raise JSONBoundaryError(state.number_error)
+    return value
+
+
+def check_json(raw: bytes | str) -> None:
+    """Raise ``JSONBoundaryError`` when the runtime would refuse ``raw`` as JSON."""
+    _parse(raw)
+
+
+def parse_strict(raw: bytes | str) -> Any:
+    """Check ``raw`` at the boundary and return it with every number kept as its literal."""
+    return _parse(raw)
+
+
+# ------------------------------------------------------- the first repeated key, in text order
+
+
+def _first_duplicate_key(text: str) -> str:
+    """Walk the (already valid) text in order, as a streaming decoder would, and return the
+    first key repeated within its object. Only called when a repeat is known to exist."""
+    found = _DuplicateFinder(text).run()
+    return found if found is not None else ""
+
+
+class _DuplicateFinder:
+    _WS = re.compile(r"[ \t\n\r]*")
+    _SCALAR = re.compile(r"-?\d[\d.eE+-]*|true|false|null")
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.pos = 0
+        self.decoder = json.JSONDecoder()
+
+    def _skip(self) -> None:
+        self.pos = self._WS.match(self.text, self.pos).end()  # type: ignore[union-attr]
+
+    def _string(self) -> str:
+        value, self.pos = json.decoder.scanstring(self.text, self.pos + 1)  # type: ignore[attr-defined]
+        return value
+
+    def run(self) -> str | None:
+        try:
+            return self._value()
+        except _Found as found:
+            return found.key
+
+    def _value(self) -> None:
+        self._skip()
+        char = self.text[self.pos]
+        if char == "{":
+            self._object()
+        elif char == "[":
+            self._array()
+        elif char == '"':
+            self._string()
+        else:
+            self.pos = self._SCALAR.match(self.text, self.pos).end()  # type: ignore[union-attr]
+
+    def _object(self) -> None:
+        self.pos += 1
+        seen: set[str] = set()
+        self._skip()
+        if self.text[self.pos] == "}":
+            self.pos += 1
+            return
+        while True:
+            self._skip()
+            key = self._string()
+            if key in seen:
+                raise _Found(key)
+            seen.add(key)
+            self._skip()
+            self.pos += 1  # ':'
+            self._value()
+            self._skip()
+            closing = self.text[self.pos]
+            self.pos += 1
+            if closing == "}":
+                return
+
+    def _array(self) -> None:
+        self.pos += 1
+        self._skip()
+        if self.text[self.pos] == "]":
+            self.pos += 1
+            return
+        while True:
+            self._value()
+            self._skip()
+            closing = self.text[self.pos]
+            self.pos += 1
+            if closing == "]":
+                return
+
+
+class _Found(Exception):
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+
+def _go_quote(s: str) -> str:
+    """Double-quote like Go's %q for the common cases an error message meets."""
+    return json.dumps(s, ensure_ascii=False)
+
+
+# ------------------------------------------------------------------------------ the encoders
+
+
+def _escape_string(s: str, html_safe: bool) -> str:
+    if _LONE_SURROGATE.search(s):
+        # Cannot occur after the boundary; a schema read without it may carry one.
+        s = _LONE_SURROGATE.sub("\ufffd", s)
+    quoted: str = _encode_string(s)
+    if html_safe and _HTML_UNSAFE.search(quoted):
+        quoted = _HTML_UNSAFE.sub(lambda m: _HTML_ESCAPES[m.group()], quoted)
+    return quoted
+
+
+def _encode(value: Any, html_safe: bool, out: list[str]) -> None:
+    if isinstance(value, str):
+        out.append(value if isinstance(value, Number) else _escape_string(value, html_safe))
+    elif isinstance(value, dict):
+        if not value:
+            out.append("{}")
+            return
+        out.append("{")
+        first = True
+        for key in sorted(value):
+            if not first:
+                out.append(",")
+            first = False
+            out.append(_escape_string(key, html_safe))
+            out.append(":")
+            _encode(value[key], html_safe, out)
+        out.append("}")
+    elif isinstance(value, (list, tuple)):
+        if not value:
+            out.append("[]")
+            return
+        out.append("[")
+        for index, item in enumerate(value):
+            if index:
+                out.append(",")
+            _encode(item, html_safe, out)
+        out.append("]")
+    elif value is True:
+        out.append("true")
+    elif value is False:
+        out.append("false")
+    elif value is None:
+        out.append("null")
+    elif isinstance(value, int):
+        out.append(str(value))
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            raise JSONBoundaryError(f"number {value} is not JSON")
+        out.append(repr(value))
+    else:
+        raise TypeError(f"cannot encode {type(value).__name__} as JSON")
+
+
+def canonical_bytes(value: Any) -> bytes:
+    """The hashing form of a parsed value (keys sorted, no whitespace, HTML-safe escapes)."""
+    out: list[str] = []
+    _encode(value, True, out)
+    return "".join(out).encode("utf-8")
+
+
+def policy_text(value: Any) -> str:
+    """The form a policy is handed: as canonical, without the HTML-safe escapes."""
+    out: list[str] = []
+    _encode(value, False, out)
+    return "".join(out)
+
+
+def canonical_json(raw: bytes | str) -> bytes:
+    """Check ``raw`` at the boundary and return its canonical form."""
+    return canonical_bytes(parse_strict(raw))
+
+
+def to_python(value: Any) -> Any:
+    """Turn literal numbers into ints and floats (for jsonschema); everything else as is."""
+    if isinstance(value, Number):
+        if value.is_integer_literal():
+            return int(value)
+        return float(value)
+    if isinstance(value, dict):
+        return {key: to_python(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [to_python(item) for item in value]
+    return value
+
+
+def iter_numbers(value: Any) -> Iterator[Number]:
+    """Every number literal in a parsed value, depth first."""
+    if isinstance(value, Number):
+        yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from iter_numbers(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from iter_numbers(item)
+
+
+# ------------------------------------------------------------------------- hashes and keys
+
+
+def normalise_arguments(raw: bytes | str | None) -> bytes | str:
+    """A call's arguments as the proxy keys them: absent, blank or ``null`` mean ``{}``."""
+    if raw is None:
+        return "{}"
+    stripped = raw.strip()
+    if not stripped or stripped in ("null", b"null"):
+        return "{}"
+    return stripped
+
+
+def request_key(tool: str, arguments: bytes | str | None) -> str | None:
+    """Hex SHA-256 of the registered tool name, a NUL byte and the canonical arguments;
+    ``None`` when the boundary refuses the arguments (they match no other request)."""
+    try:
+        canonical = canonical_json(normalise_arguments(arguments))
+    except JSONBoundaryError:
+        return None
+    return hashlib.sha256(tool.encode("utf-8") + b"\x00" + canonical).hexdigest()
+
+
+def content_hash(raw: bytes | str) -> str:
+    """Hex SHA-256 of the canonical form; of the raw bytes when it cannot be formed."""
+    try:
+        data = canonical_json(raw)
+    except JSONBoundaryError:
+        data = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else bytes(raw)
+    return hashlib.sha256(data).hexdigest()
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
