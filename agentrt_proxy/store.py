@@ -395,7 +395,8 @@ class Tx:
         if self._head is None:
             self._head = _chain_head_for_append(self._c)
         seq = self._head[0] + 1
-        text = go_json(payload) if payload else "{}"
+        # Payloads are Go maps: top-level keys sorted; nested structs keep their order.
+        text = go_json(dict(sorted(payload.items()))) if payload else "{}"
         h = chain_hash(self._head[1], seq, run_id, step_id, at, type_, text)
         self._c.execute(
             "INSERT INTO events (seq, run_id, step_id, at, type, payload_json, hash) VALUES (?, ?, ?, ?, ?, ?, ?)",
