@@ -28,7 +28,7 @@ _UNITS = {
     "m": MINUTE,
     "h": HOUR,
 }
-_PART = re.compile(r"(\d*)(?:\.(\d*))?(ns|us|µs|μs|ms|s|m|h)?")
+_PART = re.compile(r"(\d*)(?:\.(\d*))?([^\d.]*)")
 _MAX = (1 << 63) - 1
 
 
@@ -54,8 +54,10 @@ def parse_go(text: str) -> int:
         whole, frac, unit = match.group(1), match.group(2), match.group(3)  # type: ignore[union-attr]
         if not whole and not frac:
             raise DurationError(f"time: invalid duration {_quote(original)}")
-        if unit is None:
+        if not unit:
             raise DurationError(f"time: missing unit in duration {_quote(original)}")
+        if unit not in _UNITS:
+            raise DurationError(f"time: unknown unit {_quote(unit)} in duration {_quote(original)}")
         scale = _UNITS[unit]
         value = int(whole or "0") * scale
         if frac:

@@ -37,7 +37,7 @@ def sanitize(text: str | bytes) -> str:
         text = to_valid_utf8(text)
     elif _has_surrogates(text):
         text = to_valid_utf8(text.encode("utf-8", "surrogatepass"))
-    if not _NEEDS_WORK.search(text):
+    if not _NEEDS_WORK.search(text) and (text.isascii() or not any(map(unicodedata.combining, text))):
         return text
     out: list[str] = []
     marks = 0
