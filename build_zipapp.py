@@ -270,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.pyc and not hash_seed_is_fixed():
         # Rerun with a fixed hash seed rather than compile bytes that vary per run.
         env = {**os.environ, "PYTHONHASHSEED": "0"}
-        rerun = [sys.executable, str(Path(__file__).resolve()), *sys.argv[1:]]
+        rerun = [sys.executable, str(Path(__file__).resolve()), *(sys.argv[1:] if argv is None else argv)]
         return subprocess.run(rerun, env=env, check=False).returncode
     package_dir = ROOT / PACKAGE
     if not (package_dir / "cli.py").is_file():

@@ -59,13 +59,18 @@ def target_env(target: str, extra: Mapping[str, str] | None = None) -> dict[str,
     return env
 
 
-@pytest.fixture(scope="session")
-def program_target() -> str:
-    """`source` or `pyz`; fails the session early if the .pyz is wanted but not built."""
+def checked_target() -> str:
+    """The current target; fails the test if the .pyz is wanted but not built."""
     target = current_target()
     if target == "pyz" and not PYZ_PATH.is_file():
         pytest.fail(f"{PYZ_PATH} is missing: run `python3 build_zipapp.py` first", pytrace=False)
     return target
+
+
+@pytest.fixture(scope="session")
+def program_target() -> str:
+    """`source` or `pyz`, as chosen by AGENTRT_PROXY_TARGET."""
+    return checked_target()
 
 
 @pytest.fixture(scope="session")
@@ -93,7 +98,7 @@ def run_program(
     go to subprocess.run (for example `input=` or `cwd=`). Never raises on a non-zero exit:
     tests assert on `returncode`.
     """
-    target = current_target()
+    target = checked_target()
     options: dict[str, object] = {"capture_output": True, "text": True, "stdin": subprocess.DEVNULL}
     if "input" in kwargs:
         del options["stdin"]
