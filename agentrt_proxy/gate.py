@@ -1,0 +1,605 @@
+"""The runtime's Gate for one tool step per run (runtime-core §1.5–1.13, §3, §5).
+
+``Gate.begin`` / ``Gate.attach`` open a ``Session``; a session has at most one open
+step: ``step()`` → ``propose(decision)`` → ``execute(call_tool)`` (async), or
+``fail(message)`` for the proxy's closing decision. All SQLite work is synchronous;
+``execute`` alone awaits (the caller's upstream call and the lease heartbeat), and
+the record that a tool is starting commits before the tool is called.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import anyio
+
+from . import durations, outcomes
+from .gate_model import (
+    ALLOWED,
+    AWAITING,
+    COMPLETED,
+    DECIDING,
+    DENIED,
+    DETAIL_FAILURES,
+    DETAIL_LOOP,
+    DETAIL_POLICY_ERROR,
+    DETAIL_POLICY_RUN,
+    DETAIL_STEP_LIMIT,
+    DETAIL_UNKNOWN_OUTCOME,
+    DONE,
+    ENDED,
+    ERR_ARGS_SCHEMA,
+    ERR_NO_KIND,
+    ERR_NO_TOOL,
+    ERR_UNKNOWN_KIND,
+    ERR_UNKNOWN_ORIGIN,
+    ERR_UNKNOWN_TOOL,
+    EXECUTED,
+    EXECUTING,
+    FAILED,
+    ORIGINS,
+    PENDING,
+    RUNNING,
+    SUMMARY_ABORTED,
+    SUMMARY_CANCELLED,
+    SUMMARY_DENIED,
+    SUMMARY_PANIC,
+    WAITING,
+    Decision,
+    Limits,
+    Observation,
+    Verdict,
+    expire_approval,
+    expired,
+    fail_step,
+    finish_run,
+    fmt,
+    invalid_decision,
+    observation_from_outcome,
+    observation_json,
+    observe,
+    pause,
+    record_decision,
+    record_policy,
+)
+from .gate_schema import schema_error
+from .policy import ABORT, ALLOW, DENY, REQUIRE_APPROVAL, Policy, PolicyDecision, Reconciliation, RunView, ToolRequest, ToolSpec
+from .store import (
+    Approval,
+    ApprovalExpired,
+    LeaseLost,
+    NotFound,
+    Run,
+    RunLeased,
+    RunStateError,
+    Step,
+    Store,
+    StoreError,
+    Tx,
+    go_json,
+    new_id,
+)
+
+# ---------------------------------------------------------------------------
+# Operator-facing sentences (to move into prose.py in one step).
+ERR_SESSION_CLOSED = "agentrt: the session is closed"
+ERR_OPEN_STEP = "agentrt: run {run_id} already has an open step"
+ERR_NO_STEP = "agentrt: run {run_id} has no open step to decide"
+ERR_NOT_ALLOWED = "agentrt: run {run_id} has no allowed request to execute"
+ERR_LEASE_EXPIRED = "agentrt: the lease on run {run_id} expired at {at}"
+ERR_LEASE_OTHER = "agentrt: run {run_id} is no longer leased by this gate"
+ERR_LIMITS = "agentrt: limits need max_steps, max_consecutive_tool_failures and loop_threshold above zero"
+# ---------------------------------------------------------------------------
+
+RECORD_GRACE_S = 5.0  # a tool is bounded by its spec's timeout plus this, as a safety net
+
+CallTool = Callable[[ToolRequest], Awaitable[outcomes.ToolOutcome]]
+
+
+class Clock(Protocol):
+    def now_ns(self) -> int: ...
+
+
+class WallClock:
+    def now_ns(self) -> int:
+        return time.time_ns()
+
+
+Reconcile = Callable[[Run, list[Step]], Reconciliation]
+
+
+class SessionClosed(StoreError):
+    pass
+
+
+@dataclass
+class _Proposal:
+    request: ToolRequest
+    decision: PolicyDecision
+    view: RunView
+    at_ns: int
+    spec_hash: str
+    grant: Approval | None = None
+
+
+class Gate:
+    def __init__(self, store: Store, policy: Policy, tools: Sequence[ToolSpec], *, clock: Clock | None = None,
+                 reconcile: Reconcile | None = None, lease_ttl: int = 30_000_000_000,
+                 lease_owner: str = "") -> None:
+        names = [t.name for t in tools]
+        if len(set(names)) != len(names) or any(not n for n in names):
+            raise ValueError("agentrt: tool names must be non-empty and unique")
+        for t in tools:
+            if t.timeout <= 0:
+                raise ValueError(f"agentrt: tool {t.name}: timeout must be above zero")
+        self.store = store
+        self.policy = policy
+        self.policy_id = policy.policy_id()
+        self.tools = {t.name: t for t in sorted(tools, key=lambda t: t.name)}
+        self.clock: Clock = clock or WallClock()
+        self.reconcile = reconcile
+        self.lease_ttl = lease_ttl
+        suffix = new_id()
+        self.owner = f"{lease_owner}/{suffix[:12]}" if lease_owner else suffix
+        self._active: set[str] = set()
+
+    # opening sessions ----------------------------------------------------------------
+    def begin(self, run_id: str, goal: str, limits: Limits) -> Session:
+        if min(limits.max_steps, limits.max_consecutive_tool_failures, limits.loop_threshold) <= 0:
+            raise ValueError(ERR_LIMITS)
+        now = fmt(self.clock.now_ns())
+        with self.store.write() as tx:
+            tx.insert_run(run_id, goal, limits.json(), now, self.owner, self.lease_expiry())
+            tools = [spec.spec_hash() for spec in self.tools.values()]
+            for spec in self.tools.values():
+                tx.put_spec(spec.spec_hash(), go_json(spec.tree()))
+            tx.append(run_id, "", now, "run.created", {"goal": goal, "limits": _raw(limits.json()), "tools": tools})
+            tx.append(run_id, "", now, "run.started", None)
+        return self._session(run_id, limits)
+
+    def attach(self, run_id: str) -> tuple[Session | None, Verdict]:
+        from .gate_collect import attach
+
+        return attach(self, run_id)
+
+    def _session(self, run_id: str, limits: Limits) -> Session:
+        if run_id in self._active:
+            raise RunLeased(run_id, self.owner, "")
+        self._active.add(run_id)
+        return Session(self, run_id, limits)
+
+    def lease_expiry(self) -> str:
+        return fmt(durations.wall_ns() + self.lease_ttl)
+
+    def spec(self, name: str) -> ToolSpec | None:
+        return self.tools.get(name)
+
+
+def _raw(text: str) -> Any:
+    from .store import Raw
+
+    return Raw(text)
+
+
+class Session:
+    """One run under this gate's lease. Calls are serialised by the caller."""
+
+    def __init__(self, gate: Gate, run_id: str, limits: Limits) -> None:
+        self.gate, self.run_id, self.limits = gate, run_id, limits
+        self.current: Step | None = None
+        self._proposal: _Proposal | None = None
+        self._decided = False
+        self._over = False
+        self._lease_lost = False
+
+    # helpers ------------------------------------------------------------------------
+    @property
+    def store(self) -> Store:
+        return self.gate.store
+
+    def _require_open(self) -> None:
+        if self._over:
+            raise SessionClosed(ERR_SESSION_CLOSED)
+
+    def _end(self) -> None:
+        self._over = True
+        self.current = None
+        self._proposal = None
+        self.gate._active.discard(self.run_id)
+
+    def _check_lease(self, run: Run) -> None:
+        if run.lease_owner != self.gate.owner:
+            raise LeaseLost(ERR_LEASE_OTHER.format(run_id=self.run_id))
+        if not run.lease_expires_at or durations.wall_ns() >= durations.parse_time(run.lease_expires_at):
+            raise LeaseLost(ERR_LEASE_EXPIRED.format(run_id=self.run_id, at=run.lease_expires_at))
+
+    def _guard(self, fn: Callable[[], Any]) -> Any:
+        """A failed call ends the session (as the runtime's ErrSessionClosed after an error)."""
+        try:
+            return fn()
+        except (LeaseLost, RunStateError):
+            self._end()
+            raise
+
+    # step ---------------------------------------------------------------------------
+    def step(self) -> Step | None:
+        """Start the next step, or end the run on a limit. None when the run is no longer
+        RUNNING or a limit ended it."""
+        self._require_open()
+        if self.current is not None:
+            raise RunStateError(ERR_OPEN_STEP.format(run_id=self.run_id))
+        return self._guard(self._step)
+
+    def _step(self) -> Step | None:
+        now = fmt(self.gate.clock.now_ns())
+        step_id = new_id()
+        with self.store.write() as tx:
+            run = tx.run(self.run_id)
+            if run.status != RUNNING:
+                self._end()
+                return None
+            self._check_lease(run)
+            if self._limit_reached(tx, run, now):
+                self._end()
+                return None
+            tx.claim_step(self.run_id, run.step_count, self.gate.owner, step_id, now)
+            tx.append(self.run_id, step_id, now, "step.started", {"index": run.step_count})
+        self.current = self.store.steps_of(self.run_id)[-1]
+        self._decided = False
+        self._proposal = None
+        return self.current
+
+    def _limit_reached(self, tx: Tx, run: Run, now: str) -> bool:
+        steps = tx.steps(self.run_id)
+        lim = self.limits
+        found: tuple[str, str] | None = None
+        if run.step_count >= lim.max_steps:
+            found = ("limit_steps", DETAIL_STEP_LIMIT.format(n=lim.max_steps))
+        elif _trailing_failures(steps) >= lim.max_consecutive_tool_failures:
+            found = ("repeated_tool_failures", DETAIL_FAILURES.format(n=_trailing_failures(steps)))
+        if found is not None:
+            tx.append(self.run_id, "", now, "limit.exceeded", {"reason": found[0], "detail": found[1]})
+            finish_run(tx, self.run_id, expect=RUNNING, owner=self.gate.owner, status=FAILED, reason=found[0],
+                       detail=found[1], at=now)
+            return True
+        loop = _loop(steps, lim.loop_threshold)
+        if loop is not None:
+            tx.append(self.run_id, "", now, "loop.detected", loop)
+            finish_run(tx, self.run_id, expect=RUNNING, owner=self.gate.owner, status=FAILED,
+                       reason="loop_detected", detail=DETAIL_LOOP.format(tool=loop["tool"], n=loop["repeats"]),
+                       at=now)
+            return True
+        return False
+
+    # propose ------------------------------------------------------------------------
+    def propose(self, decision: Decision) -> Verdict:
+        self._require_open()
+        if self.current is None or self._decided:
+            raise RunStateError(ERR_NO_STEP.format(run_id=self.run_id))
+        return self._guard(lambda: self._propose(decision))
+
+    def _propose(self, decision: Decision) -> Verdict:
+        step = self.current
+        assert step is not None
+        now_ns = self.gate.clock.now_ns()
+        now = fmt(now_ns)
+        rec = record_decision(decision)
+        spec = self.gate.spec(decision.tool) if decision.kind == "tool_call" else None
+        spec_hash = spec.spec_hash() if spec is not None else ""
+        with self.store.write() as tx:
+            self._check_lease(tx.run(self.run_id))
+            tx.update_step(step.id, expect=DECIDING, decision_json=go_json(rec.tree), spec_hash=spec_hash)
+            if spec is not None:
+                tx.put_spec(spec_hash, go_json(spec.tree()))
+            tx.append(self.run_id, step.id, now, "step.decided", rec.tree)
+        self._decided = True
+        error = _validation_error(decision, rec.error, spec, rec.args)
+        if error:
+            return self._fail_invalid(step, error, now)
+        if decision.kind in ("complete", "fail"):
+            return self._finish_decision(step, decision, rec.result, now)
+        assert spec is not None
+        request = ToolRequest(self.run_id, step.id, spec, rec.args if rec.args is not None else {})
+        return self._apply_policy(step, request, now_ns, spec_hash)
+
+    def _fail_invalid(self, step: Step, error: str, now: str) -> Verdict:
+        obs = invalid_decision(error)
+        with self.store.write() as tx:
+            fail_step(tx, step, obs, now, expect=DECIDING)
+        self.current = None
+        return Verdict(DENIED, observation=obs)
+
+    def _finish_decision(self, step: Step, decision: Decision, result: Any, now: str) -> Verdict:
+        complete = decision.kind == "complete"
+        with self.store.write() as tx:
+            tx.update_step(step.id, expect=DECIDING, status=DONE, finished_at=now)
+            finish_run(tx, self.run_id, expect=RUNNING, owner=self.gate.owner,
+                       status=COMPLETED if complete else FAILED,
+                       reason="goal_completed" if complete else "goal_failed",
+                       detail=decision.reason if complete else decision.message, at=now,
+                       result_json=go_json(result) if complete and result is not None else None)
+        self._end()
+        return Verdict(ENDED, run=self.store.get_run(self.run_id))
+
+    def _apply_policy(self, step: Step, request: ToolRequest, now_ns: int, spec_hash: str) -> Verdict:
+        view = self._view(step)
+        now = fmt(now_ns)
+        try:
+            pd = self.gate.policy.evaluate(request, view)
+        except Exception as exc:  # a policy error ends the run, never a traceback
+            return self._policy_error(step, str(exc), now)
+        prop = _Proposal(request, pd, view, now_ns, spec_hash)
+        return self.dispatch(step, prop, expect_run=RUNNING, on_resume=False)
+
+    def _policy_error(self, step: Step, error: str, now: str) -> Verdict:
+        obs = invalid_decision(DETAIL_POLICY_ERROR.format(error=error))
+        with self.store.write() as tx:
+            fail_step(tx, step, obs, now, expect=(DECIDING, AWAITING), detail=DETAIL_POLICY_ERROR.format(error=error))
+            finish_run(tx, self.run_id, expect=(RUNNING, WAITING), status=FAILED, reason="internal_error",
+                       detail=DETAIL_POLICY_RUN.format(error=error), at=now)
+        self._end()
+        return Verdict(ENDED, run=self.store.get_run(self.run_id))
+
+    def _view(self, step: Step) -> RunView:
+        run = self.store.get_run(self.run_id)
+        steps = [s for s in self.store.steps_of(self.run_id) if s.idx < step.idx]
+        return RunView(run, steps, self.store.approvals_of(self.run_id), step)
+
+    def dispatch(self, step: Step, prop: _Proposal, *, expect_run: str, on_resume: bool) -> Verdict:
+        """One dispatch for proposal and collection (§2.3)."""
+        from .approvals import approval_hash
+        from .gate_model import SUMMARY_ABORTED_RESUME, SUMMARY_DENIED_RESUME
+
+        pd, request = prop.decision, prop.request
+        at = fmt(prop.at_ns)
+        if pd.outcome == ALLOW or (prop.grant is not None and pd.outcome == REQUIRE_APPROVAL and approval_hash(
+                pd.kind, pd.capability, pd.presentation, request.tree()) == prop.grant.hash):
+            self._proposal = prop
+            return Verdict(ALLOWED, request=request)
+        if pd.outcome in (DENY, ABORT):
+            template = {(DENY, False): SUMMARY_DENIED, (ABORT, False): SUMMARY_ABORTED,
+                        (DENY, True): SUMMARY_DENIED_RESUME, (ABORT, True): SUMMARY_ABORTED_RESUME}
+            obs = observe("policy_denied", {"tool": request.spec.name, "reason": pd.reason},
+                          template[(pd.outcome, on_resume)].format(reason=pd.reason))
+            with self.store.write() as tx:
+                if on_resume:
+                    self.resume_running(tx, at, {"approval_id": prop.grant.id if prop.grant else ""})
+                self._record_policy_row(tx, step, prop, expect=(DECIDING, AWAITING))
+                fail_step(tx, step, obs, at, expect=(DECIDING, AWAITING))
+                if pd.outcome == ABORT:
+                    finish_run(tx, self.run_id, expect=RUNNING, owner=self.gate.owner, status=FAILED,
+                               reason="policy_abort", detail=pd.reason, at=at)
+            self.current = None
+            if pd.outcome == ABORT:
+                self._end()
+                return Verdict(ENDED, observation=obs, run=self.store.get_run(self.run_id))
+            return Verdict(DENIED, observation=obs)
+        if pd.outcome == REQUIRE_APPROVAL:
+            h = approval_hash(pd.kind, pd.capability, pd.presentation, request.tree())
+            with self.store.write() as tx:
+                approval = pause(tx, step, request, pd, h, prop.at_ns, self.limits, expect_run=expect_run,
+                                 expect_step=(DECIDING, AWAITING),
+                                 owner=self.gate.owner if expect_run == RUNNING else None,
+                                 policy_id=self.gate.policy_id, spec_hash=prop.spec_hash, view=prop.view)
+            self._end()
+            return Verdict(PENDING, approval=approval, run=self.store.get_run(self.run_id))
+        detail = DETAIL_UNKNOWN_OUTCOME.format(outcome=pd.outcome)
+        return self._policy_error(step, detail, at)
+
+    def _record_policy_row(self, tx: Tx, step: Step, prop: _Proposal, *, expect: Any, **extra: Any) -> None:
+        tx.update_step(step.id, expect=expect, policy_json=go_json(prop.decision.tree()),
+                       policy_id=self.gate.policy_id, **extra)
+        record_policy(tx, step, prop.decision, fmt(prop.at_ns), policy_id=self.gate.policy_id,
+                      spec_hash=prop.request.spec.spec_hash(), view=prop.view)
+
+    def resume_running(self, tx: Tx, at: str, payload: dict[str, Any]) -> None:
+        """WAITING → RUNNING under this gate's lease, with run.resumed."""
+        tx.update_run(self.run_id, expect=WAITING, status=RUNNING, lease_owner=self.gate.owner,
+                      lease_expires_at=self.gate.lease_expiry())
+        tx.append(self.run_id, "", at, "run.resumed", payload)
+
+    # execute ------------------------------------------------------------------------
+    async def execute(self, call_tool: CallTool) -> Verdict:
+        """Run exactly the allowed request once and record its outcome, even if the caller
+        is cancelled meanwhile (the recording is shielded)."""
+        self._require_open()
+        prop = self._proposal
+        if prop is None or self.current is None:
+            raise RunStateError(ERR_NOT_ALLOWED.format(run_id=self.run_id))
+        step = self.current
+        await anyio.to_thread.run_sync(self._guard, lambda: self._start_tool(step, prop))
+        started = time.monotonic()
+        try:
+            outcome = await self._call_with_heartbeat(call_tool, prop.request)
+        except anyio.get_cancelled_exc_class():
+            obs = observe("interrupted", {"tool": prop.request.spec.name, "error": "cancelled",
+                                          "failure": "cancelled"},
+                          SUMMARY_CANCELLED.format(tool=prop.request.spec.name, error="cancelled"))
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(self._record, step, prop, obs, _ms(started))
+            raise
+        except Exception as exc:  # the caller's tool failed unexpectedly: a recorded failure
+            name = prop.request.spec.name
+            obs = observe("tool_error", {"tool": name, "error": f"panic: {exc}"}, SUMMARY_PANIC.format(tool=name))
+        else:
+            obs = observation_from_outcome(prop.request.spec.name, outcome)
+        with anyio.CancelScope(shield=True):
+            return await anyio.to_thread.run_sync(self._record, step, prop, obs, _ms(started))
+
+    def _start_tool(self, step: Step, prop: _Proposal) -> None:
+        now_ns = self.gate.clock.now_ns()
+        now = fmt(now_ns)
+        grant = prop.grant
+        if grant is not None and self.limits.grant_ttl and expired(grant.decided_at, now_ns, self.limits.grant_ttl):
+            with self.store.write() as tx:
+                expire_approval(tx, grant, now_ns)
+            self._end()
+            raise ApprovalExpired(f"agentrt: approval {grant.id} expired", grant.id)
+        with self.store.write() as tx:
+            if grant is not None:
+                self.resume_running(tx, now, {"approval_id": grant.id})
+            else:
+                self._check_lease(tx.run(self.run_id))
+            self._record_policy_row(tx, step, prop, expect=(DECIDING, AWAITING), status=EXECUTING,
+                                    started_at=now, spec_hash=prop.request.spec.spec_hash())
+            payload: dict[str, Any] = {"tool": prop.request.spec.name, "args": prop.request.args}
+            if grant is not None:
+                payload["approval_id"] = grant.id
+            tx.append(self.run_id, step.id, now, "step.tool_started", payload)
+
+    async def _call_with_heartbeat(self, call_tool: CallTool, request: ToolRequest) -> outcomes.ToolOutcome:
+        bound = request.spec.timeout / 1e9 + RECORD_GRACE_S
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(self._heartbeat)
+            try:
+                with anyio.fail_after(bound):
+                    return await call_tool(request)
+            except TimeoutError:
+                return outcomes.NoAnswer("timeout", f"{request.spec.name}: no outcome within {bound:g}s")
+            finally:
+                tg.cancel_scope.cancel()
+
+    async def _heartbeat(self) -> None:
+        period = self.gate.lease_ttl / 3 / 1e9
+        while True:
+            await anyio.sleep(period)
+            try:
+                ok = await anyio.to_thread.run_sync(
+                    self.store.renew_lease, self.run_id, self.gate.owner, self.gate.lease_expiry())
+            except StoreError:
+                continue  # retried next tick
+            except Exception:
+                continue
+            if not ok:
+                self._lease_lost = True
+                return
+
+    def _record(self, step: Step, prop: _Proposal, obs: Observation, duration_ms: int) -> Verdict:
+        now = fmt(self.gate.clock.now_ns())
+        name = prop.request.spec.name
+        terminal_done = not obs.failure and prop.request.spec.terminal
+        with self.store.write() as tx:
+            run = tx.run(self.run_id)
+            if run.lease_owner != self.gate.owner:
+                self._end()  # someone took the run over: the step is theirs to settle
+                raise LeaseLost(ERR_LEASE_OTHER.format(run_id=self.run_id))
+            tx.update_run(self.run_id, expect=RUNNING, owner=self.gate.owner, active_ms=run.active_ms + duration_ms)
+            tx.update_step(step.id, expect=EXECUTING, status=STEP_FAILED_OR_DONE[obs.failure],
+                           observation_json=observation_json(obs), observation_hash=obs.content_hash,
+                           finished_at=now)
+            finished: dict[str, Any] = {"tool": name, "duration_ms": duration_ms}
+            if obs.failure:
+                finished["error"] = obs.summary
+            else:
+                finished.update(summary=obs.summary, content_hash=obs.content_hash)
+            tx.append(self.run_id, step.id, now, "step.tool_finished", finished)
+            if obs.failure:
+                tx.append(self.run_id, step.id, now, "step.failed",
+                          {"detail": obs.summary, "observation": obs.kind, "content_hash": obs.content_hash})
+            elif terminal_done:
+                finish_run(tx, self.run_id, expect=RUNNING, owner=self.gate.owner, status=COMPLETED,
+                           reason="goal_completed", detail="", at=now, result_json=go_json(obs.content))
+        self.current = None
+        self._proposal = None
+        if terminal_done:
+            self._end()
+            return Verdict(ENDED, observation=obs, run=self.store.get_run(self.run_id))
+        return Verdict(EXECUTED, observation=obs)
+
+    # the proxy's closing decision, and closing -------------------------------------
+    def fail(self, message: str, origin: str = "operator") -> Verdict:
+        """Open a step and record a ``fail`` decision: the run ends FAILED (goal_failed)."""
+        step = self.step()
+        if step is None:
+            return Verdict(ENDED, run=self.store.get_run(self.run_id))
+        return self.propose(Decision(kind="fail", message=message, origin=origin))
+
+    def close(self) -> None:
+        """Release the lease (CAS on the owner) and end the session."""
+        if not self._over:
+            try:
+                self.store.release_lease(self.run_id, self.gate.owner)
+            finally:
+                self._end()
+
+    @property
+    def lease_lost(self) -> bool:
+        return self._lease_lost
+
+
+STEP_FAILED_OR_DONE = {True: "failed", False: DONE}
+
+
+def _ms(started: float) -> int:
+    return int((time.monotonic() - started) * 1000)
+
+
+def _validation_error(d: Decision, boundary_error: str, spec: ToolSpec | None, args: Any) -> str:
+    if not d.kind:
+        return ERR_NO_KIND
+    if d.origin not in ORIGINS:
+        return ERR_UNKNOWN_ORIGIN.format(origin=d.origin)
+    if d.kind in ("complete", "fail"):
+        return boundary_error if boundary_error.startswith("result") else ""
+    if d.kind != "tool_call":
+        return ERR_UNKNOWN_KIND.format(kind=d.kind)
+    if not d.tool:
+        return ERR_NO_TOOL
+    if spec is None:
+        return ERR_UNKNOWN_TOOL.format(name=d.tool)
+    if boundary_error:
+        return boundary_error
+    mismatch = schema_error(spec.input_schema, args if args is not None else {})
+    return ERR_ARGS_SCHEMA.format(error=mismatch) if mismatch else ""
+
+
+def _obs(step: Step) -> dict[str, Any]:
+    import json
+
+    try:
+        v = json.loads(step.observation_json) if step.observation_json else {}
+    except ValueError:
+        return {}
+    return v if isinstance(v, dict) else {}
+
+
+def _trailing_failures(steps: list[Step]) -> int:
+    n = 0
+    for s in reversed(steps):
+        kind = _obs(s).get("kind")
+        if not kind or kind == "tool_result":
+            break
+        n += 1
+    return n
+
+
+def _loop(steps: list[Step], threshold: int) -> dict[str, Any] | None:
+    """Trailing tool calls with the same tool, arguments and observation (§5.4)."""
+    from . import canonical
+
+    sig = None
+    n = 0
+    for s in reversed(steps):
+        try:
+            d = canonical.parse_strict(s.decision_json) if s.decision_json else {}
+        except canonical.JSONBoundaryError:
+            break
+        obs = _obs(s)
+        if d.get("kind") != "tool_call" or obs.get("kind") == "invalid_decision" or "invalid_args" in d:
+            break
+        args = d.get("args", {})
+        this = (d.get("tool", ""), canonical.sha256_hex(canonical.canonical_bytes(args)), obs.get("content_hash", ""))
+        if sig is None:
+            sig = this
+        elif this != sig:
+            break
+        n += 1
+    if sig is None or n < threshold:
+        return None
+    return {"repeats": n, "tool": sig[0], "args_hash": sig[1], "observation_hash": sig[2]}
+
+
+__all__ = ["CallTool", "Clock", "Gate", "NotFound", "Session", "SessionClosed", "WallClock"]

@@ -1,0 +1,62 @@
+"""Argument validation against a tool's input schema, with compiled validators cached.
+
+Draft by ``$schema`` (2020-12 when absent; draft-07 when a schema without ``$schema``
+is not a valid 2020-12 schema). No remote reference is ever fetched: the registry
+is empty and has no retriever.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+from typing import Any
+
+import jsonschema
+import referencing
+from jsonschema import Draft7Validator, Draft202012Validator
+
+from . import canonical
+
+_cache: dict[str, Any] = {}
+_lock = threading.Lock()
+
+
+def _compile(schema: Any) -> Any:
+    plain = canonical.to_python(schema)
+    if isinstance(plain, dict) and "$schema" in plain:
+        cls = jsonschema.validators.validator_for(plain, default=Draft202012Validator)
+    else:
+        cls = Draft202012Validator
+        try:
+            cls.check_schema(plain)
+        except jsonschema.SchemaError:
+            cls = Draft7Validator
+    cls.check_schema(plain)
+    return cls(plain, registry=referencing.Registry())
+
+
+def validator(schema: Any) -> Any:
+    key = hashlib.sha256(canonical.canonical_bytes(schema)).hexdigest()
+    with _lock:
+        found = _cache.get(key)
+    if found is None:
+        found = _compile(schema)
+        with _lock:
+            _cache[key] = found
+    return found
+
+
+def schema_error(schema: Any, args: Any) -> str:
+    """The first mismatch as text, '' when the arguments match."""
+    try:
+        v = validator(schema)
+        errors = sorted(v.iter_errors(canonical.to_python(args)), key=lambda e: list(e.absolute_path))
+    except (jsonschema.SchemaError, referencing.exceptions.Unresolvable) as exc:
+        return f"the schema cannot be used: {getattr(exc, 'message', exc)}"
+    except jsonschema.exceptions._WrappedReferencingError as exc:  # an unresolvable $ref
+        return f"the schema cannot be used: {exc}"
+    if not errors:
+        return ""
+    e = errors[0]
+    where = "/" + "/".join(str(p) for p in e.absolute_path)
+    return f"at {where}: {e.message}" if e.absolute_path else e.message
