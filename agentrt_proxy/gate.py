@@ -66,7 +66,18 @@ from .gate_model import (
     record_policy,
 )
 from .gate_schema import schema_error
-from .policy import ABORT, ALLOW, DENY, REQUIRE_APPROVAL, Policy, PolicyDecision, Reconciliation, RunView, ToolRequest, ToolSpec
+from .policy import (
+    ABORT,
+    ALLOW,
+    DENY,
+    REQUIRE_APPROVAL,
+    Policy,
+    PolicyDecision,
+    Reconciliation,
+    RunView,
+    ToolRequest,
+    ToolSpec,
+)
 from .store import (
     Approval,
     ApprovalExpired,

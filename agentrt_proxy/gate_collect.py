@@ -246,4 +246,4 @@ def _conflict(gate: Gate, session: Session, detail: str, steps: list[Step], rec:
     return Verdict(ENDED, run=gate.store.get_run(session.run_id))
 
 
-__all__ = ["attach", "DETAIL_NOT_JSON"]
+__all__ = ["DETAIL_NOT_JSON", "attach"]
