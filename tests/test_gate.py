@@ -243,3 +243,14 @@ def test_a_run_hits_its_step_limit_at_the_fourth_step(store: Store) -> None:
     run = store.get_run("s.1")
     assert (run.status, run.reason) == ("FAILED", "limit_steps")  # steps are checked before failures
     assert event_types(store, "s.1")[-2:] == ["limit.exceeded", "run.finished"]
+
+
+def test_the_decider_the_note_and_the_times_are_not_hashed(store: Store) -> None:
+    from agentrt_proxy.approvals import stored_hash
+
+    clock = FakeClock()
+    _gate, approval = pending_run(store, clock)
+    decided = approvals.approve_shown(store, "s.1", approval.id, approval.hash, "someone", "a note",
+                                      now_ns=clock.now + 5)
+    assert (decided.decided_by, decided.note) == ("someone", "a note")
+    assert stored_hash(decided) == approval.hash == decided.hash

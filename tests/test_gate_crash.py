@@ -32,7 +32,8 @@ store = Store.open({db!r})
 gate = make_gate(store, WallClock(), ProxyPolicy({{"remote_mutation": "allow"}}, offered(), "p"), lease_ttl=3 * SECOND)
 sess = gate.begin("s.crash", "call bank_pay", LIMITS)
 sess.step()
-assert sess.propose(Decision("tool_call", "bank_pay", '{{"to":"bob","amount":25}}', origin="model")).outcome == "allowed"
+verdict = sess.propose(Decision("tool_call", "bank_pay", '{{"to":"bob","amount":25}}', origin="model"))
+assert verdict.outcome == "allowed"
 async def hang(request):
     print("STARTED", flush=True)
     await anyio.sleep(3600)
