@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from conftest import current_target, run_program, target_argv, target_env
 
 from agentrt_proxy import canonical, cli
 from agentrt_proxy import operator as op
@@ -27,7 +28,6 @@ from agentrt_proxy.gate import Gate
 from agentrt_proxy.gate_model import Decision, proxy_limits
 from agentrt_proxy.policy import OfferedTool, ProxyPolicy, ToolSpec
 from agentrt_proxy.store import Store, new_id
-from conftest import current_target, run_program, target_argv, target_env
 
 DAY_NS = 86_400_000_000_000
 TOOL = "fs_write_file"
@@ -170,7 +170,7 @@ def test_show_json_carries_the_runtime_fields_and_the_events(
     assert shown["waiting_approval"]["id"] == waiting.approval_id
     assert shown["steps_total"] == 1 and shown["approvals_total"] == 1
     assert shown["steps"][0]["tool"] == TOOL
-    assert [e["type"] for e in shown["events"]][0] == "run.created"
+    assert shown["events"][0]["type"] == "run.created"
 
 
 def test_show_an_unknown_run_is_one_line(waiting: Waiting, capsys: pytest.CaptureFixture[str]) -> None:
