@@ -26,6 +26,7 @@ from .canonical import JSONBoundaryError, Number
 from .config import SIDE_EFFECTS, TOOL_NAME_PATTERN, Rule, ServerConfig
 from .durations import format_go
 from .outcomes import Result, ToolOutcome
+from .policy import ToolSpec
 
 __all__ = [
     "LiveTool",
@@ -34,7 +35,6 @@ __all__ = [
     "Manifest",
     "PinnedTool",
     "Report",
-    "ToolSpec",
     "Upstream",
     "annotation_mismatch",
     "decide",
@@ -247,31 +247,6 @@ class Upstream(Protocol):
 
 
 @dataclass(frozen=True)
-class ToolSpec:
-    """The tool as the gate registers it (every proxy tool is terminal)."""
-
-    name: str
-    description: str
-    input_schema: str  # the restricted canonical schema text
-    side_effect: str
-    timeout: int  # nanoseconds
-    terminal: bool = True
-
-    def to_json(self) -> dict[str, Any]:
-        """The runtime's ToolSpec JSON shape (``terminal`` omitted when false)."""
-        spec: dict[str, Any] = {
-            "name": self.name,
-            "description": self.description,
-            "input_schema": json.loads(self.input_schema, parse_int=Number, parse_float=Number),
-            "side_effect": self.side_effect,
-            "timeout": self.timeout,
-        }
-        if self.terminal:
-            spec["terminal"] = True
-        return spec
-
-
-@dataclass(frozen=True)
 class CallRefused(Result):
     """A call refused before anything was sent: an answered, known failure whose recorded
     error text is exactly the refusal (it matches the tool's known-answer pattern)."""
@@ -293,8 +268,8 @@ class LoadedTool:
     server: str
     remote: str
     side_effect: str
-    spec: ToolSpec
-    schema: dict[str, Any]  # the restricted schema as a literal-keeping tree
+    spec: ToolSpec  # input_schema: the restricted schema as a literal-keeping tree; terminal
+    schema_text: str  # the restricted schema in the canonical schema form, as the host sees it
     validator: Any  # a jsonschema validator for the restricted schema
     fixed: dict[str, Any]
     deny: tuple[str, ...]
@@ -560,8 +535,8 @@ def _build(ctx: _Context, pinned: PinnedTool, rule: Rule, live: LiveTool | None)
         server=server.name,
         remote=pinned.name,
         side_effect=rule.side_effect,
-        spec=ToolSpec(name, description, restricted_text, rule.side_effect, timeout),
-        schema=restricted,
+        spec=ToolSpec(name, description, _parse_schema(restricted_text.encode()), rule.side_effect, timeout, True),
+        schema_text=restricted_text,
         validator=validator,
         fixed=dict(rule.fixed),
         deny=tuple(rule.deny),

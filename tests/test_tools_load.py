@@ -317,8 +317,8 @@ def test_a_denied_parameter_is_removed_from_the_schema_and_refused_at_call() -> 
         upstream=upstream,
     )
     (tool,) = loaded
-    assert "force" not in tool.spec.input_schema
-    assert tool.spec.input_schema == '{"properties":{"path":{}},"type":"object"}'
+    assert "force" not in tool.schema_text
+    assert tool.schema_text == '{"properties":{"path":{}},"type":"object"}'
     outcome = anyio.run(tool.call, '{"path":"/a","force":true}')
     assert isinstance(outcome, Result) and outcome.is_error
     assert outcome.error_text == 'fs_delete: parameter "force" is denied by the operator'
@@ -337,10 +337,10 @@ def test_a_fixed_parameter_is_removed_from_the_schema_and_injected_at_call() -> 
     # TestFixed_RemovedFromTheSchemaAndInjectedAtCall
     upstream = FakeUpstream()
     tool = fixed_tool(upstream)
-    schema = json.loads(tool.spec.input_schema)
+    schema = json.loads(tool.schema_text)
     assert "root" not in schema["properties"]
     assert schema["required"] == ["path"]
-    assert '"required":["path"]' in tool.spec.input_schema
+    assert '"required":["path"]' in tool.schema_text
     outcome = anyio.run(tool.call, '{"path": "a.txt", "content": "hi", "n": 1.50}')
     assert isinstance(outcome, Result) and not outcome.is_error
     ((remote, sent, timeout),) = upstream.received
