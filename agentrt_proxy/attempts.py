@@ -12,9 +12,10 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from . import canonical
+from .policy import Attempt
 from .store import Approval, Step
 
 OUTCOME_UNSEEN = 0
@@ -23,32 +24,7 @@ OUTCOME_KNOWN = 2
 OUTCOME_UNKNOWN = 3
 
 INTERRUPTED_SIDE_EFFECT = "interrupted_side_effect"
-Ended = Literal["cut_off", "timed_out", "no_answer"]
-
-
-@dataclass(frozen=True)
-class Attempt:
-    """One execution of a request whose outcome is unknown, as an approval names it."""
-
-    run_id: str
-    step_id: str
-    started_at: str
-    ended: Ended
-
-    def as_json(self) -> dict[str, str]:
-        return {"run_id": self.run_id, "step_id": self.step_id, "started_at": self.started_at, "ended": self.ended}
-
-    @staticmethod
-    def from_json(value: Any) -> Attempt | None:
-        if not isinstance(value, dict):
-            return None
-        ended = value.get("ended")
-        if ended not in ("cut_off", "timed_out", "no_answer"):
-            ended = "cut_off"
-        try:
-            return Attempt(str(value["run_id"]), str(value["step_id"]), str(value.get("started_at", "")), ended)
-        except KeyError:
-            return None
+Ended = str  # "cut_off", "timed_out" or "no_answer"
 
 
 @dataclass(frozen=True)
@@ -182,7 +158,7 @@ def interrupted_attempt(approval: Approval) -> Attempt | None:
     capability = loads(approval.capability_json)
     if not isinstance(capability, dict):
         return None
-    return Attempt.from_json(capability.get("interrupted"))
+    return Attempt.from_tree(capability.get("interrupted"))
 
 
 def executed_step(steps: Sequence[Step]) -> Step | None:

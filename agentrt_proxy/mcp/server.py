@@ -1,0 +1,340 @@
+"""The host-facing MCP server session over a byte stream pair (the proxy's stdin/stdout).
+
+It speaks the legacy handshake era (2024-11-05 … 2025-11-25), answers
+``server/discover`` and every unknown method at once with -32601 (the Python SDK 2.x
+client probes ``server/discover`` first and waits 10 s on silence), handles requests
+concurrently, and is the only writer of the output stream. What tools exist and what a
+call does belong to the application (``ToolHandler``).
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import anyio
+import anyio.abc
+
+from . import jsonrpc
+from .framing import LineBuffer
+from .jsonrpc import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    PARSE_ERROR,
+    Batch,
+    DecodeFailure,
+    ErrorResponse,
+    Invalid,
+    Notification,
+    Request,
+    RequestId,
+    Response,
+)
+from .spans import SpanError, find_span, iter_elements
+
+__all__ = [
+    "LATEST_PROTOCOL_VERSION",
+    "SUPPORTED_PROTOCOL_VERSIONS",
+    "CallContext",
+    "JsonRpcError",
+    "ServerSession",
+    "ToolHandler",
+    "negotiate_version",
+    "raw_arguments",
+]
+
+log = logging.getLogger(__name__)
+
+SUPPORTED_PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+LATEST_PROTOCOL_VERSION = "2025-11-25"
+BATCH_VERSION = "2025-03-26"  # the only revision that allows JSON-RPC batches
+READ_CHUNK = 1 << 16
+
+
+def negotiate_version(requested: object) -> str:
+    """Echo a legacy version the host asked for; otherwise offer the latest."""
+    if isinstance(requested, str) and requested in SUPPORTED_PROTOCOL_VERSIONS:
+        return requested
+    return LATEST_PROTOCOL_VERSION
+
+
+def raw_arguments(request_text: str) -> str | None:
+    """The exact wire text of ``params.arguments`` in a request, or ``None`` if absent."""
+    span = find_span(request_text, ["params", "arguments"])
+    return None if span is None else request_text[span[0] : span[1]]
+
+
+@dataclass
+class CallContext:
+    """What a tool handler knows about the ``tools/call`` it serves."""
+
+    request_id: RequestId
+    progress_token: str | int | None
+    meta: dict[str, Any]
+    protocol_version: str
+    cancelled: anyio.Event = field(default_factory=anyio.Event)
+    _session: ServerSession | None = None
+    _done: bool = False
+
+    @property
+    def live(self) -> bool:
+        """True until the call is answered or the host cancels it."""
+        return not self._done and not self.cancelled.is_set()
+
+    async def report_progress(
+        self, progress: float, total: float | None = None, message: str | None = None
+    ) -> None:
+        """Send ``notifications/progress`` if the host asked for progress and still waits."""
+        if self.progress_token is None or not self.live or self._session is None:
+            return
+        params: dict[str, Any] = {"progressToken": self.progress_token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        await self._session.send(jsonrpc.notification("notifications/progress", params))
+
+
+class ToolHandler(Protocol):
+    def list_tools(self) -> list[dict[str, Any]] | Awaitable[list[dict[str, Any]]]: ...
+
+    async def call_tool(self, name: str, arguments_text: str | None, ctx: CallContext) -> dict[str, Any]:
+        """Return a ``CallToolResult`` dict (``RawJSON`` values are spliced in verbatim)."""
+        ...
+
+
+class JsonRpcError(Exception):
+    """Raise from a handler (or inside the session) to answer with a JSON-RPC error."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code, self.message, self.data = code, message, data
+
+
+class ServerSession:
+    """Serve one host over ``receive`` (its requests) and ``send`` (protocol only)."""
+
+    def __init__(
+        self,
+        receive: anyio.abc.ByteReceiveStream,
+        send: anyio.abc.ByteSendStream,
+        handler: ToolHandler,
+        server_info: dict[str, Any],
+        *,
+        instructions: str | None = None,
+        on_eof: Callable[[], Awaitable[None] | None] | None = None,
+    ) -> None:
+        self._receive = receive
+        self._send = send
+        self._handler = handler
+        self._server_info = server_info
+        self._instructions = instructions
+        self._on_eof = on_eof
+        self._write_lock = anyio.Lock()
+        self._in_flight: dict[tuple[type, RequestId], CallContext] = {}
+        self._ids: set[tuple[type, RequestId]] = set()  # every request not yet answered
+        self._writer_broken = False
+        self.protocol_version: str | None = None
+        self.initialized = anyio.Event()  # set at notifications/initialized
+        self.input_closed = anyio.Event()  # set when the host's stream reaches EOF
+
+    # ------------------------------------------------------------------ output
+
+    async def send(self, message: Any) -> None:
+        """Write one message as one line; serialised, and silent once the host is gone."""
+        data = jsonrpc.encode(message) + b"\n"
+        async with self._write_lock:
+            if self._writer_broken:
+                return
+            try:
+                await self._send.send(data)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                self._writer_broken = True
+
+    # ------------------------------------------------------------------- input
+
+    async def run(self) -> None:
+        """Read until EOF, then let in-flight requests finish and their answers be written."""
+        buffer = LineBuffer()
+        async with anyio.create_task_group() as tg:
+            while True:
+                try:
+                    chunk = await self._receive.receive(READ_CHUNK)
+                except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    break
+                for line in buffer.feed(chunk):
+                    await self._dispatch_line(line, tg)
+            rest = buffer.finish()
+            if rest is not None:
+                await self._dispatch_line(rest, tg)
+            self.input_closed.set()
+            if self._on_eof is not None:
+                maybe = self._on_eof()
+                if maybe is not None:
+                    await maybe
+
+    async def _dispatch_line(self, line: bytes, tg: anyio.abc.TaskGroup) -> None:
+        decoded = jsonrpc.decode_line(line)
+        if decoded is None:
+            return
+        if isinstance(decoded, DecodeFailure):
+            await self.send(jsonrpc.error(None, PARSE_ERROR, jsonrpc.error_message(PARSE_ERROR)))
+            return
+        if isinstance(decoded, Batch):
+            await self._dispatch_batch(decoded, tg)
+            return
+        answer = await self._take(decoded, tg, self._answer_single)
+        if answer is not None:
+            await self.send(answer)
+
+    async def _answer_single(self, req: Request) -> None:
+        answer = await self._answer(req)
+        if answer is not None:
+            await self.send(answer)
+
+    async def _take(
+        self,
+        msg: Request | Notification | Response | ErrorResponse | Invalid,
+        tg: anyio.abc.TaskGroup,
+        start: Callable[[Request], Awaitable[None]],
+    ) -> dict[str, Any] | None:
+        """Handle one message; return an immediate answer, or start a task for a request."""
+        if isinstance(msg, Invalid):
+            if msg.is_request or msg.id is not None:
+                return jsonrpc.error(msg.id, INVALID_REQUEST, jsonrpc.error_message(INVALID_REQUEST))
+            return None  # e.g. a stray response: nothing to answer
+        if isinstance(msg, (Response, ErrorResponse)):
+            return None  # this session never sends requests to the host, so nothing to match
+        if isinstance(msg, Notification):
+            self._notification(msg)
+            return None
+        key = (type(msg.id), msg.id)
+        if key in self._ids:
+            return jsonrpc.error(msg.id, INVALID_REQUEST, "request id already in use")
+        self._ids.add(key)
+        tg.start_soon(start, msg)
+        return None
+
+    async def _dispatch_batch(self, batch: Batch, tg: anyio.abc.TaskGroup) -> None:
+        if self.protocol_version != BATCH_VERSION or not batch.items:
+            await self.send(jsonrpc.error(None, INVALID_REQUEST, jsonrpc.error_message(INVALID_REQUEST)))
+            return
+        answers: list[dict[str, Any]] = []
+        requests: list[Request] = []
+        for (start, end), item in zip(iter_elements(batch.text, 0), batch.items):
+            msg = jsonrpc.classify(item, batch.text[start:end])
+            if isinstance(msg, Request) and msg.method == "initialize":
+                answers.append(jsonrpc.error(msg.id, INVALID_REQUEST, "initialize must not be batched"))
+                continue
+            if isinstance(msg, Request):
+                key = (type(msg.id), msg.id)
+                if key in self._ids:
+                    answers.append(jsonrpc.error(msg.id, INVALID_REQUEST, "request id already in use"))
+                else:
+                    self._ids.add(key)
+                    requests.append(msg)
+                continue
+            immediate = await self._take(msg, tg, self._answer_single)
+            if immediate is not None:
+                answers.append(immediate)
+
+        async def run_batch() -> None:
+            results: list[dict[str, Any] | None] = [None] * len(requests)
+
+            async def one(i: int, req: Request) -> None:
+                results[i] = await self._answer(req)
+
+            async with anyio.create_task_group() as inner:
+                for i, req in enumerate(requests):
+                    inner.start_soon(one, i, req)
+            answers.extend(r for r in results if r is not None)
+            if answers:
+                await self.send(answers)
+
+        tg.start_soon(run_batch)
+
+    def _notification(self, msg: Notification) -> None:
+        if msg.method == "notifications/initialized":
+            self.initialized.set()
+        elif msg.method == "notifications/cancelled":
+            request_id = (msg.params or {}).get("requestId")
+            if isinstance(request_id, (str, int)) and not isinstance(request_id, bool):
+                ctx = self._in_flight.get((type(request_id), request_id))
+                if ctx is not None:
+                    ctx.cancelled.set()
+        # Every other notification (progress from the host, roots changes…) is ignored.
+
+    # --------------------------------------------------------------- requests
+
+    async def _answer(self, req: Request) -> dict[str, Any] | None:
+        """The answer to one request, or ``None`` if the host cancelled it."""
+        try:
+            if req.method == "ping":
+                return jsonrpc.result(req.id, {})
+            if req.method == "initialize":
+                return jsonrpc.result(req.id, self._initialize(req))
+            if req.method == "tools/list":
+                tools = self._handler.list_tools()
+                if inspect.isawaitable(tools):  # the application may still be connecting upstreams
+                    tools = await tools
+                return jsonrpc.result(req.id, {"tools": tools})
+            if req.method == "tools/call":
+                return await self._call(req)
+            raise JsonRpcError(METHOD_NOT_FOUND, jsonrpc.error_message(METHOD_NOT_FOUND), req.method)
+        except JsonRpcError as exc:
+            return jsonrpc.error(req.id, exc.code, exc.message, exc.data)
+        except Exception:
+            # Never a traceback to the host; the application logs its own failures.
+            log.exception("internal error answering %s", req.method)
+            return jsonrpc.error(req.id, INTERNAL_ERROR, jsonrpc.error_message(INTERNAL_ERROR))
+        finally:
+            self._ids.discard((type(req.id), req.id))
+
+    def _initialize(self, req: Request) -> dict[str, Any]:
+        params = req.params or {}
+        self.protocol_version = negotiate_version(params.get("protocolVersion"))
+        result: dict[str, Any] = {
+            "protocolVersion": self.protocol_version,
+            "capabilities": {"tools": {"listChanged": False}},
+            "serverInfo": self._server_info,
+        }
+        if self._instructions:
+            result["instructions"] = self._instructions
+        return result
+
+    async def _call(self, req: Request) -> dict[str, Any] | None:
+        params = req.params or {}
+        name = params.get("name")
+        if not isinstance(name, str):
+            raise JsonRpcError(INVALID_PARAMS, "tools/call needs a tool name")
+        try:
+            arguments_text = raw_arguments(req.text)
+        except SpanError as exc:  # pragma: no cover - the line already decoded as JSON
+            raise JsonRpcError(INVALID_PARAMS, "the arguments cannot be read") from exc
+        meta = params.get("_meta")
+        meta = meta if isinstance(meta, dict) else {}
+        token = meta.get("progressToken")
+        if not (isinstance(token, (str, int)) and not isinstance(token, bool)):
+            token = None
+        ctx = CallContext(
+            request_id=req.id,
+            progress_token=token,
+            meta=meta,
+            protocol_version=self.protocol_version or LATEST_PROTOCOL_VERSION,
+            _session=self,
+        )
+        key = (type(req.id), req.id)
+        self._in_flight[key] = ctx
+        try:
+            result = await self._handler.call_tool(name, arguments_text, ctx)
+        finally:
+            ctx._done = True
+            self._in_flight.pop(key, None)
+        if ctx.cancelled.is_set():
+            return None  # the host withdrew the request: it gets no answer
+        return jsonrpc.result(req.id, result)

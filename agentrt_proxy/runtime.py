@@ -1,0 +1,143 @@
+"""What ``serve`` runs on: the upstream tools, the store, the gate and the rules, opened together.
+
+Opening order (proxy-and-mcp-module §2.12): the database file check and the reach check
+(done by ``serve.command`` before anything starts), then every upstream connected and
+loaded while the store opens and migrates, then the database file check again.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import sys
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+
+from . import canonical, prose
+from .calls import CallRules, prose_answer
+from .config import Config, ConfigError, check_database_file
+from .gate import Gate, WallClock
+from .mcp import CallContext, JsonRpcError, RawJSON
+from .pinning import OpenError, OpenServers, open_servers
+from .policy import OfferedTool, ProxyPolicy
+from .status import StatusArgumentsError, StatusReader, parse_arguments
+from .store import Store, StoreError
+
+
+def program_invocation() -> str:
+    """How the operator runs this same program, for the line that says how to decide."""
+    argv0 = sys.argv[0] if sys.argv else ""
+    if argv0.endswith(".pyz"):
+        return f"python3 {shlex.quote(os.path.abspath(argv0))}"
+    return "agentrt-proxy"
+
+
+def result_answer(content: Any) -> dict[str, Any]:
+    """A tool's own result, passed back as recorded: its text, and an object as structured content."""
+    text = content if isinstance(content, str) else canonical.policy_text(content)
+    result: dict[str, Any] = {"content": [{"type": "text", "text": text}], "isError": False}
+    if isinstance(content, dict):
+        result["structuredContent"] = RawJSON(canonical.policy_text(content))
+    return result
+
+
+class Runtime:
+    def __init__(self, config: Config, opened: OpenServers, store: Store, write_stderr: Callable[[str], Any],
+                 shutting_down: anyio.Event) -> None:
+        self.config = config
+        self.opened = opened
+        self.store = store
+        self.tools = opened.by_name()
+        offered = {
+            t.name: OfferedTool(t.name, t.server, t.remote, t.side_effect, t.outcome, dict(t.fixed))
+            for t in opened.tools
+        }
+        self.policy = ProxyPolicy.from_config(config, offered)
+        clock = WallClock()
+        self.gate = Gate(store, self.policy, [t.spec for t in opened.tools], clock=clock,
+                         reconcile=self.policy.reconcile, lease_ttl=config.lease_ttl,
+                         lease_owner=f"agentrt-proxy:{config.session}")
+        self.rules = CallRules(config, store, self.gate, self.policy, self.tools, clock,
+                               write_stderr=write_stderr, program=program_invocation(),
+                               shutting_down=shutting_down, result_answer=result_answer)
+        self.status = StatusReader(store, config.session, config.grant_ttl, self._is_known_answer)
+        self.clock = clock
+
+    def _is_known_answer(self, tool_name: str, text: str) -> bool:
+        tool = self.tools.get(tool_name)
+        return tool is not None and bool(tool.known_answer.match(text))
+
+    def host_tools(self) -> list[dict[str, Any]]:
+        listed = [
+            {"name": t.name, "description": t.description, "inputSchema": RawJSON(t.schema_text)}
+            for t in self.opened.tools
+        ]
+        listed.append({
+            "name": self.config.status_tool,
+            "description": prose.STATUS_DESCRIPTION,
+            "inputSchema": RawJSON(prose.STATUS_SCHEMA_TEXT),
+        })
+        return listed
+
+    async def call(self, name: str, arguments_text: str | None, ctx: CallContext) -> dict[str, Any]:
+        if name == self.config.status_tool:
+            return await anyio.to_thread.run_sync(self._status, arguments_text)
+        tool = self.tools.get(name)
+        if tool is None:
+            raise JsonRpcError(-32602, f"unknown tool: {name}")
+        return await self.rules.handle(tool, arguments_text, ctx)
+
+    def _status(self, arguments_text: str | None) -> dict[str, Any]:
+        try:
+            approval_id = parse_arguments(arguments_text)
+        except StatusArgumentsError as err:
+            return prose_answer(prose.invalid(str(err))).result
+        try:
+            text = self.status.answer(approval_id, self.clock.now_ns())
+        except StoreError:
+            return prose_answer(prose.unavailable(prose.STATUS_COULD_NOT_READ)).result
+        return {"content": [{"type": "text", "text": text}], "isError": False}
+
+    async def close(self) -> None:
+        await self.opened.aclose()
+        await anyio.to_thread.run_sync(self.store.close)
+
+
+async def open_runtime(config: Config, write_stderr: Callable[[str], Any], shutting_down: anyio.Event) -> Runtime:
+    opened: OpenServers | None = None
+    store: Store | None = None
+    failure: BaseException | None = None
+
+    async def open_upstreams() -> None:
+        nonlocal opened, failure
+        try:
+            opened = await open_servers(config)
+        except OpenError as err:
+            for report in err.reports:
+                for line in report.lines():
+                    write_stderr(prose.operator_line(line))
+            failure = err
+
+    async def open_store() -> None:
+        nonlocal store, failure
+        try:
+            store = await anyio.to_thread.run_sync(Store.open, str(config.database))
+            check_database_file(config.database)
+        except (StoreError, ConfigError, OSError) as err:
+            failure = failure or err
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(open_upstreams)
+        tg.start_soon(open_store)
+    if failure is not None or opened is None or store is None:
+        if opened is not None:
+            await opened.aclose()
+        if store is not None:
+            store.close()
+        raise ConfigError(str(failure) if failure is not None else "the proxy could not open")
+    for report in opened.reports:
+        for line in report.lines():
+            write_stderr(prose.operator_line(line))
+    return Runtime(config, opened, store, write_stderr, shutting_down)
