@@ -148,6 +148,10 @@ def _guarded(command: str, body: Callable[[], int], path: Callable[[], str]) -> 
     errors pass through to the command frame (exit 2)."""
     try:
         return body()
+    except BrokenPipeError:
+        # A reader such as `head` stopped reading: stop quietly, as a Go program would.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except OperatorError as err:
         sys.stderr.write(prose.operator_command_error(command, str(err)))
     except sqlite3.Error as err:
