@@ -226,7 +226,7 @@ class ServerSession:
             return
         answers: list[dict[str, Any]] = []
         requests: list[Request] = []
-        for (start, end), item in zip(iter_elements(batch.text, 0), batch.items):
+        for (start, end), item in zip(iter_elements(batch.text, 0), batch.items, strict=True):
             msg = jsonrpc.classify(item, batch.text[start:end])
             if isinstance(msg, Request) and msg.method == "initialize":
                 answers.append(jsonrpc.error(msg.id, INVALID_REQUEST, "initialize must not be batched"))

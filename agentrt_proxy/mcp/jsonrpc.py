@@ -1,0 +1,245 @@
+"""JSON-RPC 2.0 messages as MCP uses them: decoding one line, encoding one message.
+
+Pure functions, no I/O. Decoding keeps the line's text so callers can take raw
+spans (``params.arguments``, ``result.structuredContent``) from it.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = [
+    "INTERNAL_ERROR",
+    "INVALID_PARAMS",
+    "INVALID_REQUEST",
+    "METHOD_NOT_FOUND",
+    "PARSE_ERROR",
+    "Batch",
+    "DecodeFailure",
+    "ErrorResponse",
+    "Invalid",
+    "Notification",
+    "RawJSON",
+    "Request",
+    "Response",
+    "classify",
+    "decode_line",
+    "encode",
+    "error_message",
+]
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+
+RequestId = str | int
+
+
+@dataclass(frozen=True)
+class Request:
+    id: RequestId
+    method: str
+    params: dict[str, Any] | None
+    text: str  # the JSON text of this message (a line, or a batch element's span)
+
+
+@dataclass(frozen=True)
+class Notification:
+    method: str
+    params: dict[str, Any] | None
+    text: str
+
+
+@dataclass(frozen=True)
+class Response:
+    id: RequestId
+    result: Any
+    text: str
+
+
+@dataclass(frozen=True)
+class ErrorResponse:
+    id: RequestId | None
+    code: int
+    message: str
+    data: Any
+    text: str
+
+
+@dataclass(frozen=True)
+class Invalid:
+    """Well-formed JSON that is not a valid message; ``id`` is the request id if readable."""
+
+    id: RequestId | None
+    reason: str
+    is_request: bool  # it carried a method, so it deserves an -32600 answer
+
+
+@dataclass(frozen=True)
+class Batch:
+    """A JSON array line; ``items`` are the element objects, ``text`` the whole line."""
+
+    items: list[Any]
+    text: str
+
+
+@dataclass(frozen=True)
+class DecodeFailure:
+    """The line is not JSON (or not UTF-8): JSON-RPC answers -32700 with id null."""
+
+    reason: str
+
+
+Message = Request | Notification | Response | ErrorResponse
+
+
+class RawJSON:
+    """JSON text embedded verbatim when encoding (keeps number literals exact)."""
+
+    __slots__ = ("text",)
+
+    def __init__(self, text: str | bytes) -> None:
+        self.text = text.decode("utf-8") if isinstance(text, bytes) else text
+
+    def __repr__(self) -> str:
+        return f"RawJSON({self.text!r})"
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
+
+
+def _valid_id(value: Any) -> bool:
+    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def classify(obj: Any, text: str) -> Message | Invalid:
+    """Sort one decoded JSON value into a message kind."""
+    if not isinstance(obj, dict):
+        return Invalid(None, "a message must be a JSON object", False)
+    raw_id = obj.get("id")
+    has_id = "id" in obj and raw_id is not None
+    msg_id = raw_id if _valid_id(raw_id) else None
+    if "method" in obj:
+        method = obj["method"]
+        if obj.get("jsonrpc") != "2.0":
+            return Invalid(msg_id, 'jsonrpc must be "2.0"', has_id)
+        if not isinstance(method, str):
+            return Invalid(msg_id, "method must be a string", has_id)
+        params = obj.get("params")
+        if params is not None and not isinstance(params, dict):
+            return Invalid(msg_id, "params must be an object", has_id)
+        if not has_id:
+            if "id" in obj:  # an explicit null id: MCP forbids it in requests
+                return Invalid(None, "a request id must not be null", True)
+            return Notification(method, params, text)
+        if msg_id is None:
+            return Invalid(None, "a request id must be a string or an integer", True)
+        return Request(msg_id, method, params, text)
+    if "result" in obj and msg_id is not None:
+        return Response(msg_id, obj["result"], text)
+    if isinstance(obj.get("error"), dict):
+        err = obj["error"]
+        code = err.get("code")
+        message = err.get("message")
+        return ErrorResponse(
+            msg_id,
+            code if isinstance(code, int) and not isinstance(code, bool) else INTERNAL_ERROR,
+            message if isinstance(message, str) else "",
+            err.get("data"),
+            text,
+        )
+    return Invalid(msg_id, "not a request, notification or response", False)
+
+
+def decode_line(line: bytes) -> Message | Invalid | Batch | DecodeFailure | None:
+    """Decode one framed line. ``None`` for a blank line (tolerated, ignored)."""
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError:
+        return DecodeFailure("the message is not valid UTF-8")
+    if not text.strip(" \t\r\n"):
+        return None
+    try:
+        obj = _DECODER.decode(text)
+    except RecursionError:
+        return DecodeFailure("the message is nested too deeply")
+    except ValueError as exc:
+        return DecodeFailure(f"the message is not JSON: {exc}")
+    if isinstance(obj, list):
+        return Batch(obj, text)
+    return classify(obj, text)
+
+
+def _substitute(value: Any, raws: dict[str, str], nonce: str) -> Any:
+    if isinstance(value, RawJSON):
+        key = f"\x00{nonce}{len(raws)}\x00"
+        raws[key] = value.text
+        return key
+    if isinstance(value, dict):
+        return {k: _substitute(v, raws, nonce) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_substitute(v, raws, nonce) for v in value]
+    return value
+
+
+def encode(message: Any) -> bytes:
+    """One message as compact UTF-8 JSON without a newline (``RawJSON`` spliced in as is)."""
+    raws: dict[str, str] = {}
+    nonce = secrets.token_hex(8)
+    tree = _substitute(message, raws, nonce)
+    text = json.dumps(tree, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    for key, raw in raws.items():
+        text = text.replace(json.dumps(key), raw, 1)
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        # A lone surrogate (from a "\ud800" escape) cannot be written as UTF-8;
+        # ASCII escaping keeps it as the escape it arrived as.
+        text = json.dumps(tree, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+        for key, raw in raws.items():
+            text = text.replace(json.dumps(key), raw, 1)
+        return text.encode("utf-8")
+
+
+def request(msg_id: RequestId, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    msg: dict[str, Any] = {"jsonrpc": "2.0", "id": msg_id, "method": method}
+    if params is not None:
+        msg["params"] = params
+    return msg
+
+
+def notification(method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+    msg: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+    if params is not None:
+        msg["params"] = params
+    return msg
+
+
+def result(msg_id: RequestId, value: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": msg_id, "result": value}
+
+
+def error(msg_id: RequestId | None, code: int, message: str, data: Any = None) -> dict[str, Any]:
+    err: dict[str, Any] = {"code": code, "message": message}
+    if data is not None:
+        err["data"] = data
+    return {"jsonrpc": "2.0", "id": msg_id, "error": err}
+
+
+def error_message(code: int) -> str:
+    return {
+        PARSE_ERROR: "Parse error",
+        INVALID_REQUEST: "Invalid Request",
+        METHOD_NOT_FOUND: "Method not found",
+        INVALID_PARAMS: "Invalid params",
+        INTERNAL_ERROR: "Internal error",
+    }.get(code, "Error")

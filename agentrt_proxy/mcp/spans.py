@@ -1,0 +1,156 @@
+"""Locate the raw text of a member inside JSON text, without re-serialising it.
+
+The gate keys a request on its literal numbers and must itself refuse repeated keys
+and unpaired surrogate escapes, so ``params.arguments`` reaches it as the exact
+substring of the wire line. The same scanner takes ``inputSchema`` out of a raw
+``tools/list`` page and ``structuredContent`` out of a raw ``tools/call`` result.
+
+Values are skipped with the C JSON scanner (``raw_decode``), so a 16 MiB line costs
+one pass at C speed. Keys match exactly (case-sensitive, after unescaping); a
+repeated key resolves to its last occurrence, as ``json.loads`` and Go's decoder do.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator, Sequence
+
+__all__ = ["SpanError", "find_span", "iter_elements", "iter_members", "top_level_id"]
+
+_WS = re.compile(r"[ \t\n\r]*")
+_DECODER = json.JSONDecoder()
+_SCAN = _DECODER.scan_once  # type: ignore[attr-defined]
+
+
+class SpanError(ValueError):
+    """The text is not the JSON shape the scanner was asked to walk."""
+
+
+def _ws(text: str, i: int) -> int:
+    m = _WS.match(text, i)
+    assert m is not None
+    return m.end()
+
+
+def _value_end(text: str, i: int) -> int:
+    try:
+        _, end = _SCAN(text, i)
+    except StopIteration as exc:
+        raise SpanError(f"expected a value at offset {i}") from exc
+    except (json.JSONDecodeError, RecursionError) as exc:
+        raise SpanError(str(exc)) from exc
+    return int(end)
+
+
+def iter_members(text: str, start: int) -> Iterator[tuple[str, int, int]]:
+    """For the object at ``start``: ``(key, value_start, value_end)`` in text order."""
+    i = _ws(text, start)
+    if text[i : i + 1] != "{":
+        raise SpanError(f"expected an object at offset {i}")
+    i = _ws(text, i + 1)
+    if text[i : i + 1] == "}":
+        return
+    while True:
+        if text[i : i + 1] != '"':
+            raise SpanError(f"expected a key at offset {i}")
+        key, i = json.decoder.scanstring(text, i + 1)  # type: ignore[attr-defined]
+        i = _ws(text, i)
+        if text[i : i + 1] != ":":
+            raise SpanError(f"expected ':' at offset {i}")
+        vstart = _ws(text, i + 1)
+        vend = _value_end(text, vstart)
+        yield key, vstart, vend
+        i = _ws(text, vend)
+        c = text[i : i + 1]
+        if c == "}":
+            return
+        if c != ",":
+            raise SpanError(f"expected ',' or '}}' at offset {i}")
+        i = _ws(text, i + 1)
+
+
+def iter_elements(text: str, start: int) -> Iterator[tuple[int, int]]:
+    """For the array at ``start``: ``(value_start, value_end)`` of each element."""
+    i = _ws(text, start)
+    if text[i : i + 1] != "[":
+        raise SpanError(f"expected an array at offset {i}")
+    i = _ws(text, i + 1)
+    if text[i : i + 1] == "]":
+        return
+    while True:
+        vend = _value_end(text, i)
+        yield i, vend
+        i = _ws(text, vend)
+        c = text[i : i + 1]
+        if c == "]":
+            return
+        if c != ",":
+            raise SpanError(f"expected ',' or ']' at offset {i}")
+        i = _ws(text, i + 1)
+
+
+def find_span(text: str, path: Sequence[str | int], start: int = 0) -> tuple[int, int] | None:
+    """The span of the value at ``path`` (keys and array indexes), or ``None`` if absent.
+
+    Raises ``SpanError`` when a step meets the wrong kind of value.
+    """
+    begin = _ws(text, start)
+    end = _value_end(text, begin)
+    for step in path:
+        found: tuple[int, int] | None = None
+        if isinstance(step, str):
+            if text[begin : begin + 1] != "{":
+                return None
+            for key, vs, ve in iter_members(text, begin):
+                if key == step:
+                    found = (vs, ve)  # keep scanning: the last duplicate wins
+        else:
+            if text[begin : begin + 1] != "[":
+                return None
+            for n, (vs, ve) in enumerate(iter_elements(text, begin)):
+                if n == step:
+                    found = (vs, ve)
+                    break
+        if found is None:
+            return None
+        begin, end = found
+    return begin, end
+
+
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:,]|-?\d+', re.DOTALL)
+
+
+def top_level_id(text: str) -> int | str | None:
+    """Best effort: the top-level ``"id"`` of a message that does not decode as a whole.
+
+    Tolerant of junk inside other values, so an answer whose result is broken can
+    still be matched to the request it answers.
+    """
+    depth = 0
+    prev_key: str | None = None
+    expect_value = False
+    for m in _TOKEN.finditer(text):
+        tok = m.group(0)
+        if tok in "{[":
+            depth += 1
+            expect_value = False
+        elif tok in "}]":
+            depth -= 1
+        elif tok == ":":
+            expect_value = depth == 1 and prev_key == "id"
+        elif tok == ",":
+            prev_key = None
+        elif depth == 1:
+            if expect_value:
+                try:
+                    value = json.loads(tok)
+                except ValueError:
+                    return None
+                return value if isinstance(value, (int, str)) else None
+            if tok.startswith('"'):
+                try:
+                    prev_key = json.loads(tok)
+                except ValueError:
+                    prev_key = None
+    return None
