@@ -18,7 +18,7 @@ import anyio
 from . import canonical, prose
 from .calls import CallRules, prose_answer
 from .config import Config, ConfigError, check_database_file
-from .gate import Gate, WallClock
+from .gate import Clock, Gate, WallClock
 from .mcp import CallContext, JsonRpcError, RawJSON
 from .pinning import OpenError, OpenServers, open_servers
 from .policy import OfferedTool, ProxyPolicy
@@ -45,7 +45,7 @@ def result_answer(content: Any) -> dict[str, Any]:
 
 class Runtime:
     def __init__(self, config: Config, opened: OpenServers, store: Store, write_stderr: Callable[[str], Any],
-                 shutting_down: anyio.Event) -> None:
+                 shutting_down: anyio.Event, *, clock: Clock | None = None, hold_poll: float | None = None) -> None:
         self.config = config
         self.opened = opened
         self.store = store
@@ -55,13 +55,14 @@ class Runtime:
             for t in opened.tools
         }
         self.policy = ProxyPolicy.from_config(config, offered)
-        clock = WallClock()
+        clock = clock or WallClock()
         self.gate = Gate(store, self.policy, [t.spec for t in opened.tools], clock=clock,
                          reconcile=self.policy.reconcile, lease_ttl=config.lease_ttl,
                          lease_owner=f"agentrt-proxy:{config.session}")
         self.rules = CallRules(config, store, self.gate, self.policy, self.tools, clock,
                                write_stderr=write_stderr, program=program_invocation(),
-                               shutting_down=shutting_down, result_answer=result_answer)
+                               shutting_down=shutting_down, result_answer=result_answer,
+                               **({"hold_poll": hold_poll} if hold_poll is not None else {}))
         self.status = StatusReader(store, config.session, config.grant_ttl, self._is_known_answer)
         self.clock = clock
 
@@ -105,7 +106,8 @@ class Runtime:
         await anyio.to_thread.run_sync(self.store.close)
 
 
-async def open_runtime(config: Config, write_stderr: Callable[[str], Any], shutting_down: anyio.Event) -> Runtime:
+async def open_runtime(config: Config, write_stderr: Callable[[str], Any], shutting_down: anyio.Event, *,
+                       clock: Clock | None = None, hold_poll: float | None = None) -> Runtime:
     opened: OpenServers | None = None
     store: Store | None = None
     failure: BaseException | None = None
@@ -140,4 +142,4 @@ async def open_runtime(config: Config, write_stderr: Callable[[str], Any], shutt
     for report in opened.reports:
         for line in report.lines():
             write_stderr(prose.operator_line(line))
-    return Runtime(config, opened, store, write_stderr, shutting_down)
+    return Runtime(config, opened, store, write_stderr, shutting_down, clock=clock, hold_poll=hold_poll)
