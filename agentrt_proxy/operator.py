@@ -57,21 +57,31 @@ def _parse(argv: list[str], options: tuple[str, ...], switches: tuple[str, ...] 
     return flags.parse(argv, options=("db", "config", *options), switches=switches)
 
 
-def _database(fl: Flags) -> str:
-    """The database path from -db or from -config's ``database``: exactly one of them."""
+@dataclass(frozen=True)
+class Source:
+    """Where the database is named: -db FILE, or -config FILE's ``database``."""
+
+    db: str | None
+    config: str | None
+
+    def path(self) -> str:
+        """The database path; reading the configuration is the first file touched."""
+        if self.db is not None:
+            return self.db
+        try:
+            return str(load_config(self.config or "").database)
+        except ConfigError as err:
+            raise OperatorError(str(err)) from None
+
+
+def _database(fl: Flags) -> Source:
+    """Exactly one of -db and -config (checked before anything is read)."""
     db, config = fl.get("db"), fl.get("config")
-    if db is None and config is None:
+    if (db is None) == (config is None):
+        raise UsageError(prose.OP_NEED_DATABASE if db is None else prose.OP_BOTH_DATABASE)
+    if not (db or config):
         raise UsageError(prose.OP_NEED_DATABASE)
-    if db is not None and config is not None:
-        raise UsageError(prose.OP_BOTH_DATABASE)
-    if db is not None:
-        if not db:
-            raise UsageError(prose.OP_NEED_DATABASE)
-        return db
-    try:
-        return str(load_config(config or "").database)
-    except ConfigError as err:
-        raise OperatorError(prose.OP_CONFIG.format(detail=err)) from None
+    return Source(db, config)
 
 
 def _no_positionals(fl: Flags) -> None:
@@ -143,21 +153,21 @@ def _opened(path: str, *, writer: bool) -> Iterator[Store]:
         store.close()
 
 
-def _guarded(command: str, body: Callable[[], int], path: Callable[[], str]) -> int:
-    """Run ``body``; every refusal becomes one line on standard error and exit 1. Usage
-    errors pass through to the command frame (exit 2)."""
+def _guarded(command: str, source: Source, body: Callable[[str], int]) -> int:
+    """Resolve the database and run ``body`` on it; every refusal becomes one line on
+    standard error and exit 1. Usage errors pass through to the command frame (exit 2)."""
+    path = source.db or source.config or ""
     try:
-        return body()
+        path = source.path()
+        return body(path)
     except BrokenPipeError:
         # A reader such as `head` stopped reading: stop quietly, as a Go program would.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
     except OperatorError as err:
         sys.stderr.write(prose.operator_command_error(command, str(err)))
-    except sqlite3.Error as err:
-        sys.stderr.write(prose.operator_command_error(command, _describe_open_failure(path(), err)))
-    except (StoreError, ConfigError) as err:
-        sys.stderr.write(prose.operator_command_error(command, _describe_open_failure(path(), err)))
+    except (sqlite3.Error, StoreError, ConfigError) as err:
+        sys.stderr.write(prose.operator_command_error(command, _describe_open_failure(path, err)))
     return 1
 
 
@@ -177,8 +187,8 @@ def runs_command(argv: list[str]) -> int:
     _no_positionals(fl)
     limit = _non_negative(fl, "limit", RUNS_LIMIT)
     offset = _non_negative(fl, "offset", 0)
-    path = _database(fl)
-    return _guarded("runs", lambda: _runs(path, limit, offset, fl.on("json")), lambda: path)
+    source = _database(fl)
+    return _guarded("runs", source, lambda path: _runs(path, limit, offset, fl.on("json")))
 
 
 def _runs(path: str, limit: int, offset: int, as_json: bool) -> int:
@@ -223,8 +233,8 @@ def _read_runs(store: Store, limit: int, offset: int) -> list[Any]:
 def show_command(argv: list[str]) -> int:
     fl = _parse(argv, ())
     run_id = _one_run(fl)
-    path = _database(fl)
-    return _guarded("show", lambda: _show(path, run_id, fl.on("json")), lambda: path)
+    source = _database(fl)
+    return _guarded("show", source, lambda path: _show(path, run_id, fl.on("json")))
 
 
 def _show(path: str, run_id: str, as_json: bool) -> int:
@@ -325,8 +335,8 @@ def reject_command(argv: list[str]) -> int:
 def _decide_command(verb: str, argv: list[str]) -> int:
     fl = _parse(argv, ("approval", "by", "note"), switches=("json", "yes"))
     args = _decide_args(verb, fl)
-    path = _database(fl)
-    return _guarded(verb, lambda: _decide(path, args), lambda: path)
+    source = _database(fl)
+    return _guarded(verb, source, lambda path: _decide(path, args))
 
 
 def _decide_args(verb: str, fl: Flags) -> DecideArgs:
@@ -470,8 +480,8 @@ def verify_command(argv: list[str]) -> int:
     fl = _parse(argv, ("from", "to", "head"))
     _no_positionals(fl)
     args = _verify_args(fl)
-    path = _database(fl)
-    return _guarded("verify", lambda: _verify(path, args), lambda: path)
+    source = _database(fl)
+    return _guarded("verify", source, lambda path: _verify(path, args))
 
 
 def _verify_args(fl: Flags) -> VerifyArgs:

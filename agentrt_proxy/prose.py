@@ -536,7 +536,6 @@ OP_DB_SCHEMA = (
     "serves it"
 )
 OP_DB_UNREADABLE = "database {path} could not be read: {detail}"
-OP_CONFIG = "configuration: {detail}"
 
 OP_UNKNOWN_RUN = "no run {run} in this database"
 OP_UNKNOWN_APPROVAL = "no approval {approval} in run {run}"

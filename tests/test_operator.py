@@ -474,3 +474,11 @@ def test_a_locked_database_is_one_line_and_decides_nothing(locked: Waiting) -> N
     line = one_clear_line(done.stderr)
     assert "locked" in line and str(locked.db) in line
     assert approval_row(locked.db, locked.approval_id)["status"] == "pending"
+
+
+@pytest.mark.program
+def test_a_configuration_that_cannot_be_read_is_one_line(tmp_path: Path) -> None:
+    missing = tmp_path / "missing.json"
+    done = run_program(["runs", "-config", str(missing)])
+    assert done.returncode == 1
+    assert str(missing) in one_clear_line(done.stderr)
