@@ -51,8 +51,10 @@ def tool_result(text: str, *, is_error: bool, structured: str | None = None) -> 
 class Proxy:
     """The host-facing handler: lists the offered tools and puts every call through the gate."""
 
-    def __init__(self, config: Config, stderr: Callable[[str], Any] = sys.stderr.write) -> None:
+    def __init__(self, config: Config, stderr: Callable[[str], Any] = sys.stderr.write,
+                 opener: Callable[..., Awaitable[Any]] | None = None) -> None:
         self.config = config
+        self.opener = opener
         self.write_stderr = stderr
         self.ready = anyio.Event()
         self.failed: str | None = None
@@ -69,8 +71,9 @@ class Proxy:
         """Connect the upstreams and open the store; on failure, say why and stop serving."""
         from .runtime import open_runtime
 
+        opener = self.opener or open_runtime
         try:
-            self.runtime = await open_runtime(self.config, self.write_stderr, self.shutting_down)
+            self.runtime = await opener(self.config, self.write_stderr, self.shutting_down)
         except ConfigError as err:
             self.failed = str(err)
         except Exception as err:  # a dead server, a locked database: one line, never a traceback
@@ -125,11 +128,12 @@ async def serve(config: Config) -> int:
     proxy = Proxy(config)
     async with open_stdio() as (receive, send):
         session = ServerSession(receive, send, proxy, SERVER_INFO)
-        code = await _run(proxy, session)
+        code = await run_session(proxy, session)
     return code
 
 
-async def _run(proxy: Proxy, session: ServerSession) -> int:
+async def run_session(proxy: Proxy, session: ServerSession, *, handle_signals: bool = True) -> int:
+    """Serve until stdin's end, a signal, or a failure to open; then close. The exit code."""
     code = 0
     async with anyio.create_task_group() as tg:
         tg.start_soon(proxy.open)
@@ -149,7 +153,8 @@ async def _run(proxy: Proxy, session: ServerSession) -> int:
             if proxy.failed is None:
                 await anyio.sleep_forever()
 
-        tg.start_soon(stop_when, on_signal)
+        if handle_signals:
+            tg.start_soon(stop_when, on_signal)
         tg.start_soon(stop_when, failure)
         await session.run()  # returns at stdin's end once the calls in flight are answered
         await proxy.drain()
