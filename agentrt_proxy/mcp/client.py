@@ -1,0 +1,381 @@
+"""The upstream client session, over either transport: handshake, listing, calls.
+
+Ids are proxy-owned integers. ``open_connection`` bounds connect + ``initialize`` +
+the whole ``tools/list`` by one deadline; the session outlives it. A call's outcome
+is classified for the gate (``outcomes.ToolOutcome``); nothing here raises to the
+model.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import anyio.abc
+
+from agentrt_proxy.durations import format_go
+from agentrt_proxy.outcomes import NoAnswer, Refused, RpcError, ToolOutcome
+
+from . import jsonrpc
+from .errors import ConnectError, McpError, SessionClosed, TransportError, escape, go_quote
+from .jsonrpc import METHOD_NOT_FOUND, DecodeFailure, ErrorResponse, Notification, Request, Response
+from .results import map_result
+from .spans import SpanError, find_span, iter_elements, top_level_id
+from .spec import (
+    CLIENT_INFO,
+    CLIENT_PROTOCOL_VERSION,
+    DEFAULT_MAX_CONTENT_BYTES,
+    MAX_TOOL_PAGES,
+    MAX_TOOLS,
+    ServerSpec,
+    child_env,
+)
+from .transport import Transport
+
+__all__ = ["Connection", "ListedTool", "ProgressCallback", "open_connection"]
+
+ProgressCallback = Callable[[float, float | None, str | None], None]
+
+
+@dataclass(frozen=True)
+class ListedTool:
+    """One tool as the server lists it; ``input_schema_raw`` is the exact wire text."""
+
+    name: str
+    description: str | None
+    title: str | None
+    annotations: dict[str, Any] | None
+    input_schema_raw: str | None
+    decoded: dict[str, Any] = field(repr=False)
+
+
+class _Undecodable:
+    def __init__(self, reason: str, raw: bytes) -> None:
+        self.reason, self.raw = reason, raw
+
+
+class _Pending:
+    def __init__(self, on_progress: ProgressCallback | None) -> None:
+        self.done = anyio.Event()
+        self.answer: Response | ErrorResponse | _Undecodable | None = None
+        self.failure: TransportError | None = None
+        self.on_progress = on_progress
+
+
+class Connection:
+    """A live session with one upstream server."""
+
+    def __init__(self, spec: ServerSpec, transport: Transport, tg: anyio.abc.TaskGroup, cap: int) -> None:
+        self.spec = spec
+        self.server = spec.name
+        self._transport = transport
+        self._tg = tg
+        self._cap = cap
+        self._next_id = 0
+        self._pending: dict[int, _Pending] = {}
+        self._dead: str | None = None
+        self.tools: list[ListedTool] = []
+        self.protocol_version: str | None = None
+        self.server_info: dict[str, Any] = {}
+        self.capabilities: dict[str, Any] = {}
+        self.instructions: str | None = None
+
+    # -------------------------------------------------------------- incoming
+
+    def _deliver(self, data: bytes) -> None:
+        decoded = jsonrpc.decode_line(data)
+        if decoded is None or isinstance(decoded, jsonrpc.Batch | jsonrpc.Invalid):
+            return  # never sent a batch; nothing sensible to match an invalid message to
+        if isinstance(decoded, DecodeFailure):
+            msg_id = top_level_id(data.decode("utf-8", "replace"))
+            pending = self._pending.get(msg_id) if isinstance(msg_id, int) else None
+            if pending is not None and pending.answer is None:
+                pending.answer = _Undecodable(decoded.reason, data)
+                pending.done.set()
+            return
+        if isinstance(decoded, Response | ErrorResponse):
+            pending = self._pending.get(decoded.id) if isinstance(decoded.id, int) else None
+            if pending is not None and pending.answer is None:
+                pending.answer = decoded
+                pending.done.set()
+            return
+        if isinstance(decoded, Request):
+            self._tg.start_soon(self._answer_server_request, decoded)
+            return
+        self._notification(decoded)
+
+    def _notification(self, note: Notification) -> None:
+        if note.method != "notifications/progress" or not note.params:
+            return  # tools/list_changed and logging are ignored: the tool set is fixed
+        token = note.params.get("progressToken")
+        pending = self._pending.get(token) if isinstance(token, int) else None
+        progress = note.params.get("progress")
+        if pending is None or pending.on_progress is None or not isinstance(progress, int | float):
+            return
+        total = note.params.get("total")
+        message = note.params.get("message")
+        pending.on_progress(
+            float(progress),
+            float(total) if isinstance(total, int | float) else None,
+            message if isinstance(message, str) else None,
+        )
+
+    async def _answer_server_request(self, req: Request) -> None:
+        if req.method == "ping":
+            answer = jsonrpc.result(req.id, {})
+        else:
+            answer = jsonrpc.error(req.id, METHOD_NOT_FOUND, jsonrpc.error_message(METHOD_NOT_FOUND), req.method)
+        with contextlib.suppress(TransportError):
+            await self._transport.send(jsonrpc.encode(answer), expects_answer=False, timeout=5)
+
+    def _on_closed(self, reason: str) -> None:
+        if self._dead is None:
+            self._dead = reason
+        for pending in list(self._pending.values()):
+            if pending.answer is None and pending.failure is None:
+                pending.failure = SessionClosed(self._dead)
+                pending.done.set()
+
+    # -------------------------------------------------------------- requests
+
+    async def _request(
+        self, method: str, params: dict[str, Any] | None, *, on_progress: ProgressCallback | None = None
+    ) -> tuple[int, _Pending]:
+        """Send a request; return its id and pending slot (the caller awaits ``done``)."""
+        if self._dead is not None:
+            raise SessionClosed(self._dead)
+        self._next_id += 1
+        msg_id = self._next_id
+        if on_progress is not None:
+            params = {**(params or {}), "_meta": {"progressToken": msg_id}}
+        pending = _Pending(on_progress)
+        self._pending[msg_id] = pending
+        try:
+            await self._transport.send(
+                jsonrpc.encode(jsonrpc.request(msg_id, method, params)), expects_answer=True, timeout=None
+            )
+        except TransportError as exc:
+            if pending.answer is None:
+                pending.failure = exc
+                pending.done.set()
+        return msg_id, pending
+
+    async def _roundtrip(self, method: str, params: dict[str, Any] | None) -> Response:
+        """A request whose error answer or failure is an exception (handshake, listing)."""
+        msg_id, pending = await self._request(method, params)
+        try:
+            await pending.done.wait()
+        finally:
+            self._pending.pop(msg_id, None)
+        if pending.failure is not None:
+            raise pending.failure
+        answer = pending.answer
+        if isinstance(answer, ErrorResponse):
+            raise TransportError(f"the server answered {method} with error {answer.code}: {escape(answer.message)}")
+        if isinstance(answer, _Undecodable):
+            raise TransportError(f"the answer to {method} is not JSON: {answer.reason}")
+        assert isinstance(answer, Response)
+        return answer
+
+    async def _notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+        await self._transport.send(jsonrpc.encode(jsonrpc.notification(method, params)), expects_answer=False, timeout=5)
+
+    # ------------------------------------------------------------ handshake
+
+    async def _initialize(self) -> None:
+        answer = await self._roundtrip(
+            "initialize",
+            {"protocolVersion": CLIENT_PROTOCOL_VERSION, "capabilities": {}, "clientInfo": dict(CLIENT_INFO)},
+        )
+        result = answer.result if isinstance(answer.result, dict) else {}
+        version = result.get("protocolVersion")
+        self.protocol_version = version if isinstance(version, str) else CLIENT_PROTOCOL_VERSION
+        if hasattr(self._transport, "protocol_version"):
+            self._transport.protocol_version = self.protocol_version  # type: ignore[attr-defined]
+        info, caps = result.get("serverInfo"), result.get("capabilities")
+        self.server_info = info if isinstance(info, dict) else {}
+        self.capabilities = caps if isinstance(caps, dict) else {}
+        instructions = result.get("instructions")
+        self.instructions = instructions if isinstance(instructions, str) else None
+        await self._notify("notifications/initialized")
+
+    async def _list_tools(self) -> list[ListedTool]:
+        tools: list[ListedTool] = []
+        names: set[str] = set()
+        cursors: set[str] = set()
+        cursor: str | None = None
+        for _page in range(MAX_TOOL_PAGES):
+            answer = await self._roundtrip("tools/list", {"cursor": cursor} if cursor is not None else None)
+            tools.extend(self._page(answer, names))
+            if len(tools) > MAX_TOOLS:
+                raise TransportError(f"more than {MAX_TOOLS} tools")
+            nxt = answer.result.get("nextCursor") if isinstance(answer.result, dict) else None
+            if not isinstance(nxt, str) or nxt == "":
+                return tools
+            if nxt in cursors:
+                raise TransportError(f"the cursor {go_quote(nxt)} repeats")
+            cursors.add(nxt)
+            cursor = nxt
+        raise TransportError(f"more than {MAX_TOOL_PAGES} pages")
+
+    @staticmethod
+    def _page(answer: Response, names: set[str]) -> list[ListedTool]:
+        if not isinstance(answer.result, dict) or not isinstance(answer.result.get("tools"), list):
+            raise TransportError("the raw tools/list result: no tools array")
+        text = answer.text
+        try:
+            span = find_span(text, ["result", "tools"])
+            assert span is not None
+            elements = list(iter_elements(text, span[0]))
+        except SpanError as exc:
+            raise TransportError(f"the raw tools/list result: {exc}") from exc
+        out: list[ListedTool] = []
+        for (start, _end), tool in zip(elements, answer.result["tools"], strict=True):
+            if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
+                raise TransportError("the raw tools/list result: a tool without a name")
+            name = tool["name"]
+            if name in names:
+                raise TransportError(f"the server lists tool {go_quote(name)} twice")
+            names.add(name)
+            schema_span = find_span(text, ["inputSchema"], start)
+            description, title, annotations = tool.get("description"), tool.get("title"), tool.get("annotations")
+            out.append(
+                ListedTool(
+                    name=name,
+                    description=description if isinstance(description, str) else None,
+                    title=title if isinstance(title, str) else None,
+                    annotations=annotations if isinstance(annotations, dict) else None,
+                    input_schema_raw=None if schema_span is None else text[schema_span[0] : schema_span[1]],
+                    decoded=tool,
+                )
+            )
+        return out
+
+    # ------------------------------------------------------------------ calls
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments_text: str | None,
+        timeout_ns: int | None,
+        *,
+        on_progress: ProgressCallback | None = None,
+    ) -> ToolOutcome:
+        """Call ``name`` upstream with ``arguments_text`` as given; classify what came back."""
+        prefix = f"mcp: server {go_quote(self.server)}: tool {go_quote(name)}"
+        if self._dead is not None:
+            return NoAnswer("dropped", f"{prefix}: {escape(self._dead)}")
+        params: dict[str, Any] = {"name": name}
+        if arguments_text is not None and arguments_text.strip():
+            params["arguments"] = jsonrpc.RawJSON(arguments_text)
+        msg_id: int | None = None
+        pending: _Pending | None = None
+        timeout = None if not timeout_ns else timeout_ns / 1e9
+        try:
+            with anyio.move_on_after(timeout) as scope:
+                try:
+                    msg_id, pending = await self._request("tools/call", params, on_progress=on_progress)
+                except SessionClosed as exc:
+                    return NoAnswer("dropped", f"{prefix}: {escape(str(exc))}")
+                await pending.done.wait()
+        finally:
+            if msg_id is not None:
+                self._pending.pop(msg_id, None)
+        if scope.cancelled_caught or pending is None:
+            assert timeout_ns
+            if msg_id is not None and self._dead is None:
+                with contextlib.suppress(RuntimeError):  # the connection is being torn down
+                    self._tg.start_soon(self._cancel_upstream, msg_id, timeout_ns)
+            return NoAnswer("timeout", f"{prefix}: timed out after {format_go(timeout_ns)}")
+        if pending.failure is not None:
+            kind = "dropped" if isinstance(pending.failure, SessionClosed) else "protocol"
+            return NoAnswer(kind, f"{prefix}: {escape(str(pending.failure))}")
+        answer = pending.answer
+        if isinstance(answer, ErrorResponse):
+            return RpcError(answer.code, answer.message, answer.data)
+        if isinstance(answer, _Undecodable):
+            return Refused(answer.reason, answer.raw)
+        assert isinstance(answer, Response)
+        return map_result(self.server, name, answer.result, answer.text, self._cap)
+
+    async def _cancel_upstream(self, msg_id: int, timeout_ns: int) -> None:
+        with contextlib.suppress(TransportError), anyio.move_on_after(5):
+            await self._notify(
+                "notifications/cancelled", {"requestId": msg_id, "reason": f"timed out after {format_go(timeout_ns)}"}
+            )
+
+    # ------------------------------------------------------------------ close
+
+    @property
+    def alive(self) -> bool:
+        return self._dead is None
+
+    async def aclose(self) -> None:
+        """End the session; safe twice and while a call is in flight (it fails at once)."""
+        self._on_closed("connection closed")
+        await self._transport.aclose()
+
+
+def _make_transport(spec: ServerSpec, tg: anyio.abc.TaskGroup) -> Transport:
+    if spec.command:
+        from .stdio import StdioTransport
+
+        return StdioTransport(spec.name, spec.command, child_env(spec), tg)
+    from .http import HTTPTransport
+
+    assert spec.endpoint is not None
+    return HTTPTransport(spec.name, spec.endpoint, dict(spec.headers))
+
+
+@contextlib.asynccontextmanager
+async def open_connection(
+    spec: ServerSpec,
+    *,
+    timeout_ns: int | None = None,
+    max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES,
+) -> AsyncIterator[Connection]:
+    """Connect, initialize and list every tool within ``timeout_ns`` (default: the spec's).
+
+    Raises ``ConfigError`` for a bad entry and ``ConnectError`` naming the server and
+    the phase (``connect`` or ``list tools``) otherwise. The connection is closed on
+    leaving the block.
+    """
+    spec.validate()
+    bound_ns = timeout_ns or spec.effective_connect_timeout_ns
+    failure: ConnectError | None = None
+    # The failure is raised outside the task group, so callers see it unwrapped.
+    async with anyio.create_task_group() as tg:
+        transport = _make_transport(spec, tg)
+        conn = Connection(spec, transport, tg, max_content_bytes)
+        phase = "connect"
+        error: BaseException | None = None
+        with anyio.move_on_after(bound_ns / 1e9) as scope:
+            try:
+                await transport.start(conn._deliver, conn._on_closed)
+                await conn._initialize()
+                phase = "list tools"
+                conn.tools = await conn._list_tools()
+            except (TransportError, McpError, OSError) as exc:
+                error = exc
+        if scope.cancelled_caught or error is not None:
+            with anyio.CancelScope(shield=True):
+                await conn.aclose()
+                detail = await transport.failure_detail()
+            q = go_quote(spec.name)
+            if scope.cancelled_caught:
+                failure = ConnectError(f"mcp: server {q}: {phase}: timed out after {format_go(bound_ns)}{detail}")
+            else:
+                failure = ConnectError(f"mcp: server {q}: {phase}: {escape(str(error))}{detail}")
+            tg.cancel_scope.cancel()
+        else:
+            try:
+                yield conn
+            finally:
+                with anyio.CancelScope(shield=True):
+                    await conn.aclose()
+                    tg.cancel_scope.cancel()
+    if failure is not None:
+        raise failure

@@ -1,0 +1,109 @@
+"""How to reach one upstream server, and the environment a stdio server is given."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from .errors import ConfigError, go_quote
+
+__all__ = [
+    "DEFAULT_CONNECT_TIMEOUT_NS",
+    "DEFAULT_MAX_CONTENT_BYTES",
+    "MAX_RESPONSE_BODY_BYTES",
+    "MAX_TOOLS",
+    "MAX_TOOL_PAGES",
+    "STDERR_TAIL_BYTES",
+    "ServerSpec",
+    "child_env",
+]
+
+DEFAULT_MAX_CONTENT_BYTES = 65536
+MAX_TOOL_PAGES = 100
+MAX_TOOLS = 1000
+DEFAULT_CONNECT_TIMEOUT_NS = 30 * 1_000_000_000
+MAX_RESPONSE_BODY_BYTES = 16 << 20
+STDERR_TAIL_BYTES = 4096
+CLIENT_INFO = {"name": "agent-runtime", "version": "0.1.0"}
+CLIENT_PROTOCOL_VERSION = "2025-11-25"
+
+_BASE_UNIX = ("PATH", "HOME", "TMPDIR")
+_BASE_WINDOWS = (
+    "PATH", "PATHEXT", "SystemRoot", "SystemDrive", "ComSpec", "TEMP", "TMP",
+    "USERPROFILE", "APPDATA", "LOCALAPPDATA", "HOME",
+)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class ServerSpec:
+    """One upstream MCP server: exactly one of ``command`` (stdio) or ``endpoint`` (HTTP).
+
+    ``headers`` are static HTTP headers (e.g. ``Authorization``); they are sent on
+    every request and never logged or put into error text.
+    """
+
+    name: str
+    command: Sequence[str] = ()
+    endpoint: str | None = None
+    env: Sequence[str] = ()
+    inherit_env: Sequence[str] = ()
+    headers: Mapping[str, str] = field(default_factory=dict)
+    connect_timeout_ns: int = 0  # 0: DEFAULT_CONNECT_TIMEOUT_NS
+
+    def validate(self) -> None:
+        """Raise ``ConfigError`` with the original's wording for an unusable entry."""
+        if not self.name:
+            raise ConfigError("mcp: server name is required")
+        q = go_quote(self.name)
+        for name in self.inherit_env:
+            if not name or "=" in name:
+                raise ConfigError(f"mcp: server {q}: InheritEnv entry {go_quote(name)} is not a variable name")
+        for entry in self.env:
+            if "=" not in entry or entry.startswith("="):
+                raise ConfigError(f"mcp: server {q}: Env entry {go_quote(entry)} is not NAME=value")
+        if self.command and self.endpoint:
+            raise ConfigError(f"mcp: server {q}: Command and Endpoint are exclusive")
+        if not self.command and not self.endpoint:
+            raise ConfigError(f"mcp: server {q}: one of Command or Endpoint is required")
+
+    @property
+    def effective_connect_timeout_ns(self) -> int:
+        return self.connect_timeout_ns or DEFAULT_CONNECT_TIMEOUT_NS
+
+
+def child_env(
+    spec: ServerSpec, environ: Mapping[str, str] | None = None, *, windows: bool | None = None
+) -> dict[str, str]:
+    """The whole environment of a stdio server: base names, then ``inherit_env``, then ``env``.
+
+    A later entry replaces an earlier one of the same name (case-insensitively on
+    Windows, where the first occurrence's spelling and position are kept). Nothing
+    else from the proxy's environment reaches the child.
+    """
+    environ = os.environ if environ is None else environ
+    windows = sys.platform == "win32" if windows is None else windows
+    out: dict[str, str] = {}
+    canon: dict[str, str] = {}  # folded name -> the spelling stored in out
+
+    def put(name: str, value: str) -> None:
+        folded = name.upper() if windows else name
+        out[canon.setdefault(folded, name)] = value
+
+    def lookup(name: str) -> str | None:
+        if not windows:
+            return environ.get(name)
+        for key, value in environ.items():
+            if key.upper() == name.upper():
+                return value
+        return None
+
+    for name in (*(_BASE_WINDOWS if windows else _BASE_UNIX), *spec.inherit_env):
+        value = lookup(name)
+        if value is not None:
+            put(name, value)
+    for entry in spec.env:
+        name, _, value = entry.partition("=")
+        put(name, value)
+    return out
