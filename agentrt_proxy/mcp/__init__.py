@@ -5,8 +5,11 @@ Knows nothing of gates, policies or what the model is told.
 
 from __future__ import annotations
 
+from .client import Connection, ListedTool, ProgressCallback, open_connection
+from .errors import ConfigError, ConnectError, McpError, escape, go_quote
 from .framing import LineBuffer
 from .jsonrpc import RawJSON
+from .results import cap_text, map_result, mapped_text
 from .server import (
     LATEST_PROTOCOL_VERSION,
     SUPPORTED_PROTOCOL_VERSIONS,
@@ -17,20 +20,50 @@ from .server import (
     negotiate_version,
     raw_arguments,
 )
+from .spec import (
+    DEFAULT_CONNECT_TIMEOUT_NS,
+    DEFAULT_MAX_CONTENT_BYTES,
+    MAX_RESPONSE_BODY_BYTES,
+    MAX_TOOL_PAGES,
+    MAX_TOOLS,
+    STDERR_TAIL_BYTES,
+    ServerSpec,
+    child_env,
+)
 from .sse import SSEParser
 from .stdio_streams import open_stdio
 
 __all__ = [
+    "DEFAULT_CONNECT_TIMEOUT_NS",
+    "DEFAULT_MAX_CONTENT_BYTES",
     "LATEST_PROTOCOL_VERSION",
+    "MAX_RESPONSE_BODY_BYTES",
+    "MAX_TOOLS",
+    "MAX_TOOL_PAGES",
+    "STDERR_TAIL_BYTES",
     "SUPPORTED_PROTOCOL_VERSIONS",
     "CallContext",
+    "ConfigError",
+    "ConnectError",
+    "Connection",
     "JsonRpcError",
     "LineBuffer",
+    "ListedTool",
+    "McpError",
+    "ProgressCallback",
     "RawJSON",
     "SSEParser",
     "ServerSession",
+    "ServerSpec",
     "ToolHandler",
+    "cap_text",
+    "child_env",
+    "escape",
+    "go_quote",
+    "map_result",
+    "mapped_text",
     "negotiate_version",
+    "open_connection",
     "open_stdio",
     "raw_arguments",
 ]

@@ -181,7 +181,9 @@ class Connection:
         return answer
 
     async def _notify(self, method: str, params: dict[str, Any] | None = None) -> None:
-        await self._transport.send(jsonrpc.encode(jsonrpc.notification(method, params)), expects_answer=False, timeout=5)
+        await self._transport.send(
+            jsonrpc.encode(jsonrpc.notification(method, params)), expects_answer=False, timeout=5
+        )
 
     # ------------------------------------------------------------ handshake
 

@@ -86,9 +86,7 @@ class CallContext:
         """True until the call is answered or the host cancels it."""
         return not self._done and not self.cancelled.is_set()
 
-    async def report_progress(
-        self, progress: float, total: float | None = None, message: str | None = None
-    ) -> None:
+    async def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> None:
         """Send ``notifications/progress`` if the host asked for progress and still waits."""
         if self.progress_token is None or not self.live or self._session is None:
             return

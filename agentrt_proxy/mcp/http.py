@@ -1,0 +1,262 @@
+"""Streamable HTTP (legacy revisions) on stdlib ``http.client``, in worker threads.
+
+Each message is one POST. A request's answer comes back as ``application/json`` or
+as an SSE stream (events handed over as they arrive, so progress is live). The
+session id and negotiated protocol version ride on every later request. Redirects
+are refused (the 3xx fails; its target is never contacted), bodies are capped at
+16 MiB, and the operator's static headers are sent but never logged or quoted.
+A 404 (or the npm servers' 400 "No valid session ID") on a request that carried a
+session id means the session is gone: every later call fails at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import socket
+import ssl
+import threading
+from urllib.parse import urlsplit
+
+import anyio
+import anyio.from_thread
+import anyio.to_thread
+
+from .errors import SessionClosed, TransportError, escape
+from .spec import MAX_RESPONSE_BODY_BYTES
+from .sse import SSEParser
+from .transport import Deliver, OnClosed
+
+__all__ = ["HTTPTransport"]
+
+READ_CHUNK = 1 << 16
+DELETE_TIMEOUT = 2.0
+CONNECT_TIMEOUT = 30.0
+
+
+class _BodyTooLarge(TransportError):
+    pass
+
+
+class HTTPTransport:
+    def __init__(
+        self,
+        server: str,
+        endpoint: str,
+        headers: dict[str, str] | None = None,
+        *,
+        max_body: int = MAX_RESPONSE_BODY_BYTES,
+    ) -> None:
+        parts = urlsplit(endpoint)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise TransportError(f"the endpoint {escape(endpoint)} is not an http:// or https:// URL")
+        self._server = server
+        self._https = parts.scheme == "https"
+        self._host = parts.hostname
+        self._port = parts.port
+        self._path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
+        self._headers = dict(headers or {})
+        self._max_body = max_body
+        self._lock = threading.Lock()
+        self._idle: list[http.client.HTTPConnection] = []
+        self._active: set[http.client.HTTPConnection] = set()
+        self._deliver: Deliver | None = None
+        self._on_closed: OnClosed | None = None
+        self._dead: str | None = None
+        self._closed = False
+        self.session_id: str | None = None
+        self.protocol_version: str | None = None  # set by the session after initialize
+
+    async def start(self, deliver: Deliver, on_closed: OnClosed) -> None:
+        self._deliver, self._on_closed = deliver, on_closed
+
+    async def failure_detail(self) -> str:
+        return ""
+
+    # ------------------------------------------------------------- sending
+
+    async def send(self, data: bytes, *, expects_answer: bool, timeout: float | None) -> None:
+        if self._dead is not None:
+            raise SessionClosed(self._dead)
+        if self._closed:
+            raise SessionClosed("connection closed")
+        try:
+            await anyio.to_thread.run_sync(self._post, data, expects_answer, timeout, abandon_on_cancel=True)
+        except SessionClosed as exc:
+            self._kill(str(exc))
+            raise
+
+    def _kill(self, reason: str) -> None:
+        if self._dead is None:
+            self._dead = reason
+            if self._on_closed is not None:
+                self._on_closed(reason)
+
+    def _connection(self, timeout: float | None) -> http.client.HTTPConnection:
+        with self._lock:
+            conn = self._idle.pop() if self._idle else None
+            if conn is None:
+                if self._https:
+                    conn = http.client.HTTPSConnection(
+                        self._host, self._port, timeout=CONNECT_TIMEOUT, context=ssl.create_default_context()
+                    )
+                else:
+                    conn = http.client.HTTPConnection(self._host, self._port, timeout=CONNECT_TIMEOUT)
+            self._active.add(conn)
+        conn.timeout = timeout if timeout is not None else CONNECT_TIMEOUT
+        if conn.sock is not None:
+            conn.sock.settimeout(timeout)
+        return conn
+
+    def _release(self, conn: http.client.HTTPConnection, reusable: bool) -> None:
+        with self._lock:
+            self._active.discard(conn)
+            if reusable and not self._closed:
+                self._idle.append(conn)
+                return
+        conn.close()
+
+    def _request_headers(self, content: bool) -> dict[str, str]:
+        headers = dict(self._headers)
+        if content:
+            headers["Content-Type"] = "application/json"
+            headers["Accept"] = "application/json, text/event-stream"
+        if self.session_id is not None:
+            headers["Mcp-Session-Id"] = self.session_id
+        if self.protocol_version is not None:
+            headers["MCP-Protocol-Version"] = self.protocol_version
+        return headers
+
+    def _post(self, data: bytes, expects_answer: bool, timeout: float | None) -> None:
+        conn = self._connection(timeout)
+        reusable = False
+        sent_session = self.session_id is not None
+        try:
+            try:
+                conn.request("POST", self._path, body=data, headers=self._request_headers(True))
+                resp = conn.getresponse()
+                if conn.sock is not None and timeout is None:
+                    conn.sock.settimeout(None)  # a call may legitimately run for a long time
+            except (OSError, http.client.HTTPException) as exc:
+                if self._closed:
+                    raise SessionClosed("connection closed") from exc
+                raise TransportError(f"POST: {escape(str(exc) or type(exc).__name__)}") from exc
+            session = resp.getheader("Mcp-Session-Id")
+            if session:
+                self.session_id = session
+            reusable = self._handle(resp, expects_answer, sent_session)
+        finally:
+            self._release(conn, reusable)
+
+    def _handle(self, resp: http.client.HTTPResponse, expects_answer: bool, sent_session: bool) -> bool:
+        status = resp.status
+        if 300 <= status < 400:
+            raise TransportError(f"the server answered HTTP {status} {escape(resp.reason)}; redirects are not followed")
+        if status in (202, 204) or (not expects_answer and 200 <= status < 300):
+            self._read_body(resp)
+            return not resp.will_close
+        if status >= 400:
+            body = self._read_body(resp)
+            if sent_session and (status == 404 or (status == 400 and b"No valid session ID" in body)):
+                raise SessionClosed(f"the server ended the session (HTTP {status})")
+            if self._deliver_error(body):
+                return not resp.will_close
+            snippet = escape(body[:200].decode("utf-8", "replace").strip())
+            raise TransportError(
+                f"the server answered HTTP {status} {escape(resp.reason)}" + (f": {snippet}" if snippet else "")
+            )
+        media = (resp.getheader("Content-Type") or "").split(";")[0].strip().lower()
+        if media == "text/event-stream":
+            self._read_sse(resp)
+            return not resp.will_close
+        if media == "application/json":
+            self._dispatch(self._read_body(resp))
+            return not resp.will_close
+        self._read_body(resp)
+        raise TransportError(f"the server answered with content type {escape(media or 'none')}")
+
+    def _deliver_error(self, body: bytes) -> bool:
+        """A JSON-RPC error answer carried by an HTTP error status, if it names a request."""
+        try:
+            obj = json.loads(body)
+        except ValueError:
+            return False
+        if isinstance(obj, dict) and isinstance(obj.get("error"), dict) and isinstance(obj.get("id"), int):
+            self._dispatch(body)
+            return True
+        return False
+
+    def _check_length(self, resp: http.client.HTTPResponse) -> None:
+        length = resp.getheader("Content-Length")
+        if length is not None and length.strip().isdigit() and int(length) > self._max_body:
+            raise _BodyTooLarge(f"mcp: response body of {int(length)} bytes exceeds {self._max_body}")
+
+    def _read_body(self, resp: http.client.HTTPResponse) -> bytes:
+        self._check_length(resp)
+        body = bytearray()
+        while chunk := self._read_chunk(resp):
+            body += chunk
+            if len(body) > self._max_body:
+                raise _BodyTooLarge(f"mcp: response body exceeds {self._max_body} bytes")
+        resp.read()  # marks the response complete, so the connection can carry the next request
+        return bytes(body)
+
+    def _read_sse(self, resp: http.client.HTTPResponse) -> None:
+        self._check_length(resp)
+        parser = SSEParser()
+        total = 0
+        while chunk := self._read_chunk(resp):
+            total += len(chunk)
+            if total > self._max_body:
+                raise _BodyTooLarge(f"mcp: response body exceeds {self._max_body} bytes")
+            for event in parser.feed(chunk):
+                self._dispatch(event)
+        resp.read()
+        for event in parser.finish():
+            self._dispatch(event)
+
+    def _read_chunk(self, resp: http.client.HTTPResponse) -> bytes:
+        try:
+            return resp.read1(READ_CHUNK)
+        except (OSError, http.client.HTTPException) as exc:
+            if self._closed:
+                raise SessionClosed("connection closed") from exc
+            raise TransportError(f"reading the answer: {escape(str(exc) or type(exc).__name__)}") from exc
+
+    def _dispatch(self, message: bytes) -> None:
+        deliver = self._deliver
+        if deliver is None or not message.strip():
+            return
+        with contextlib.suppress(RuntimeError):  # the event loop is gone
+            anyio.from_thread.run_sync(deliver, message)
+
+    # ------------------------------------------------------------- closing
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        with anyio.CancelScope(shield=True):
+            if self.session_id is not None and self._dead is None:
+                with contextlib.suppress(Exception):
+                    await anyio.to_thread.run_sync(self._delete, abandon_on_cancel=True)
+            with self._lock:
+                conns = list(self._idle) + list(self._active)
+                self._idle.clear()
+            for conn in conns:
+                # Unblock a worker thread still reading an answer nobody waits for.
+                if conn.sock is not None:
+                    with contextlib.suppress(OSError):
+                        conn.sock.shutdown(socket.SHUT_RDWR)
+                conn.close()
+
+    def _delete(self) -> None:
+        cls = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
+        kwargs = {"context": ssl.create_default_context()} if self._https else {}
+        conn = cls(self._host, self._port, timeout=DELETE_TIMEOUT, **kwargs)  # type: ignore[arg-type]
+        try:
+            conn.request("DELETE", self._path, headers=self._request_headers(False))
+            conn.getresponse().read()  # 405 (no session deletion) is fine too
+        finally:
+            conn.close()
