@@ -8,6 +8,7 @@ repeated key and ignores fields it does not know.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import sys
@@ -214,16 +215,85 @@ def _pinned_from(key: str, entry: Any, path: str) -> PinnedTool:
 # -------------------------------------------------------------------------- connecting
 
 
+class HeldConnection:
+    """One upstream connection kept open by a task of its own.
+
+    The wire layer's ``open_connection`` is a context manager whose task group must be
+    left by the task that entered it, while the serve layer opens servers in one task and
+    closes them from another. So each connection lives in its own asyncio task (the
+    project runs anyio on asyncio), which enters the context, hands the connection over
+    and waits to be released.
+    """
+
+    def __init__(self, server: ServerConfig) -> None:
+        self.server = server
+        self.connection: Any = None
+        self.error: BaseException | None = None
+        self._ready = anyio.Event()
+        self._release = anyio.Event()
+        self._done = anyio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    async def open(self, timeout_ns: int) -> None:
+        """Connect, initialize and list within ``timeout_ns``; raise the wire's error."""
+        self._task = asyncio.get_running_loop().create_task(self._hold(timeout_ns))
+        try:
+            await self._ready.wait()
+        except BaseException:
+            await self.aclose()
+            raise
+        if self.error is not None:
+            raise self.error
+
+    async def _hold(self, timeout_ns: int) -> None:
+        from .mcp.client import open_connection
+        from .mcp.spec import ServerSpec
+
+        spec = ServerSpec(
+            name=self.server.name,
+            command=tuple(self.server.command or ()),
+            endpoint=self.server.endpoint,
+            env=tuple(self.server.env),
+            inherit_env=tuple(self.server.inherit_env),
+            headers=dict(self.server.headers),
+            connect_timeout_ns=self.server.connect_timeout,
+        )
+        try:
+            async with open_connection(spec, timeout_ns=timeout_ns) as connection:
+                self.connection = connection
+                self._ready.set()
+                await self._release.wait()
+        except BaseException as err:  # handed to whoever waits in open()
+            self.error = err
+        finally:
+            self._ready.set()
+            self._done.set()
+
+    @property
+    def tools(self) -> list[LiveTool]:
+        return [
+            live_tool(tool.name, tool.description, tool.annotations, tool.input_schema_raw or "")
+            for tool in self.connection.tools
+        ]
+
+    async def call_tool(self, name: str, arguments_text: str, timeout_ns: int) -> Any:
+        return await self.connection.call_tool(name, arguments_text, timeout_ns)
+
+    async def aclose(self) -> None:
+        """Release the connection and wait until its server is closed; safe twice."""
+        self._release.set()
+        if self._task is not None:
+            with anyio.CancelScope(shield=True):
+                await self._done.wait()
+
+
 def default_connector(server: ServerConfig) -> ListingFn:
     """Open ``server`` over its transport and list its tools (the wire layer in ``mcp/``)."""
-    from .mcp import upstream  # the wire layer; imported only when a server is opened
 
     async def connect(timeout: float) -> tuple[Connection, list[LiveTool]]:
-        connection = await upstream.connect_server(server, timeout)
-        listing = [
-            live_tool(tool.name, tool.description, tool.annotations, tool.input_schema) for tool in connection.tools
-        ]
-        return connection, listing
+        held = HeldConnection(server)
+        await held.open(round(timeout * 1e9))
+        return held, held.tools
 
     return connect
 

@@ -5,7 +5,6 @@ Each test names the original Go test it covers.
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
 import os
@@ -312,9 +311,6 @@ def bank_config(tmp_path: Path, rules: dict[str, Any]) -> Path:
 
 
 @pytest.mark.program
-@pytest.mark.skipif(
-    importlib.util.find_spec("agentrt_proxy.mcp.upstream") is None, reason="the upstream wire layer has not landed"
-)
 def test_cli_pin_and_check_through_the_program(tmp_path: Path) -> None:
     # TestCLI_PinAndCheck
     config_path = bank_config(tmp_path, bank_rules())
@@ -338,3 +334,31 @@ def test_cli_pin_and_check_through_the_program(tmp_path: Path) -> None:
     assert failed.returncode == 1
     assert "no tool registered" in failed.stderr
     assert "Traceback" not in failed.stderr
+
+
+def test_a_loaded_tool_calls_the_real_bank_with_the_fixed_values_injected(tmp_path: Path) -> None:
+    # TestFixed_RemovedFromTheSchemaAndInjectedAtCall, TestDeny_RemovedFromTheSchemaAndRefusedAtCall (over stdio)
+    rules = bank_rules(pay={"side_effect": "remote_mutation", "fixed": {"currency": "EUR"}, "deny": ["mode"]})
+    config_path = bank_config(tmp_path, rules)
+    assert pinning.pin_command(["-config", str(config_path)], stdout=io.StringIO()) == 0
+    ledger = tmp_path / "ledger"
+
+    async def scenario() -> list[Any]:
+        opened = await open_servers(load_config(config_path))
+        try:
+            pay = opened.by_name()["bank_pay"]
+            assert "currency" not in pay.schema_text and "mode" not in pay.schema_text
+            paid = await pay.call('{"to": "nina", "amount": 12.50}')
+            denied = await pay.call('{"to": "nina", "amount": 1, "mode": "slow"}')
+            fixed = await pay.call('{"to": "nina", "amount": 1, "currency": "USD"}')
+            return [paid, denied, fixed]
+        finally:
+            await opened.aclose()
+
+    paid, denied, fixed = anyio.run(scenario)
+    assert paid.text == "paid 12.50 to nina" and not paid.is_error
+    assert json.loads(ledger.read_text()) == {"amount": 12.50, "currency": "EUR", "to": "nina"}
+    assert '"amount":12.50' in ledger.read_text()  # the literal the caller wrote
+    assert denied.error_text == 'bank_pay: parameter "mode" is denied by the operator'
+    assert fixed.error_text == 'bank_pay: parameter "currency" is fixed by the operator'
+    assert ledger.read_text().count("\n") == 1
