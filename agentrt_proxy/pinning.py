@@ -144,7 +144,10 @@ def manifest_text(manifest: Manifest) -> str:
 def write_manifest(path: Path | str, manifest: Manifest) -> None:
     """Write atomically (a temporary file renamed over the old one), mode 0600."""
     target = Path(path)
-    fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    try:
+        fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    except OSError as err:
+        raise ManifestError(f"manifest {target}: {err.strerror}") from None
     try:
         with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as file:
             file.write(manifest_text(manifest))
