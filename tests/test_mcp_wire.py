@@ -157,6 +157,6 @@ def test_sse_events_are_parsed_whatever_the_chunking(step: int | None) -> None:
 
 
 def test_sse_skips_priming_events_and_other_event_names() -> None:
-    body = b"id: abc\ndata: \n\nevent: other\ndata: {}\n\nevent:   message \ndata: {\"a\":1}\n\nretry: 500\n\n"
+    body = b'id: abc\ndata: \n\nevent: other\ndata: {}\n\nevent:   message \ndata: {"a":1}\n\nretry: 500\n\n'
     assert sse_events(body) == [b'{"a":1}']
     assert sse_events(b"event: endpoint\ndata: /x\n\n") == []
