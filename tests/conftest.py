@@ -110,3 +110,9 @@ def run_program(
         check=False,
         **options,
     )
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """The product runs on asyncio alone (docs/design.md), so its async tests do too."""
+    return "asyncio"
