@@ -31,7 +31,7 @@ from agentrt_proxy.fakebank import FakeBank
 from agentrt_proxy.gate import Gate, Session
 from agentrt_proxy.gate_model import ALLOWED, DENIED, ENDED, PENDING, Decision, proxy_limits
 from agentrt_proxy.pinning import OpenServers, open_servers
-from agentrt_proxy.policy import Attempt, OfferedTool, ProxyPolicy, RunView, ToolRequest
+from agentrt_proxy.policy import Attempt, OfferedTool, ProxyPolicy, RunView, ToolRequest, offered_tools_from_config
 from agentrt_proxy.recheck_report import DIFFERENT, SAME
 from agentrt_proxy.store import Store, new_id
 from agentrt_proxy.tools import LiveTool, live_tool
@@ -525,3 +525,74 @@ def test_cli_recheck_with_current_tools_loads_the_real_server(tmp_path: Path) ->
     assert pay["evaluations"][0]["result"] == DIFFERENT and "tool spec" in pay["evaluations"][0]["detail"]
     assert reports[2]["same"]
     assert "registered pay as bank_pay" in found.stderr
+
+
+# ============================================================================ record details
+
+
+def test_a_takeover_pause_is_not_a_policy_evaluation_and_its_collection_rechecks_the_same(tmp_path: Path) -> None:
+    # runtime-core §8.4: a reconciliation's pause carries no view
+    config_path = write_config(tmp_path, bank_rules({"outcome": "allow"}))
+    rec = recorder(config_path)
+    session, verdict = rec.begin("bank_pay", '{"to":"kim","amount":7}')
+    assert verdict.outcome == ALLOWED
+    assert session.current is not None and session._proposal is not None
+    session._start_tool(session.current, session._proposal)  # the tool started; then the process died
+    successor = Gate(rec.store, rec.policy, list(rec.gate.tools.values()), clock=rec.clock,
+                     reconcile=rec.policy.reconcile)
+    successor.owner = rec.gate.owner  # the same proxy, restarted: its own lease is not another's
+    _, paused = successor.attach(session.run_id)
+    assert paused.outcome == PENDING and paused.approval.kind == "interrupted_side_effect"
+    rec.gate = successor
+    rec.approve_and_collect(session.run_id, paused.approval)
+    rec.store.close()
+    found = run_recheck(config_path, "-json")
+    assert found.code == 0, found.stdout
+    (report,) = found.reports
+    assert [(e["result"], e.get("on_resume", False)) for e in report["evaluations"]] == [
+        (SAME, False), ("not_a_policy_evaluation", False), (SAME, True)]
+    skipped = report["evaluations"][1]
+    assert "taken over" in skipped["detail"] and "rechecked" not in skipped
+    assert report["complete"] and report["not_recheckable"] == 0
+    text = run_recheck(config_path).stdout
+    assert f"skipped   step 0 seq {skipped['seq']} bank_pay: a pause written when the run was taken over" in text
+
+
+def test_each_approval_is_handed_with_the_status_it_had_at_the_event(recorded: tuple[Path, list[str]]) -> None:
+    # runtime-core §8.4: the status of its last approval.decided before the event, else pending
+    config_path, runs = recorded
+    store = Store.open_readonly(str(config_path.parent / "proxy.db"))
+    seen: list[list[str]] = []
+
+    class Spy(ProxyPolicy):
+        def evaluate(self, request: ToolRequest, view: RunView) -> Any:
+            seen.append([a.status for a in view.approvals])
+            return super().evaluate(request, view)
+
+    try:
+        config = load_config(config_path)
+        policy = Spy(config.policy, offered_tools_from_config(config), config.policy_id())
+        report = recheck.recheck_run(store, runs[1], policy)
+    finally:
+        store.close()
+    assert report.same and report.rechecked == 2
+    assert seen == [[], ["approved"]]
+    approval = store_approval(config_path, runs[1])
+    undecided = recheck._as_at(approval, _event(seq=1, at="2000-01-01T00:00:00Z"), [])
+    assert undecided.status == "pending" and undecided.decided_by == "" and undecided.decided_at == ""
+    assert recheck._as_at(approval, _event(seq=10**9, at="2999-01-01T00:00:00Z"), []).status == "approved"
+
+
+def store_approval(config_path: Path, run_id: str) -> Any:
+    store = Store.open_readonly(str(config_path.parent / "proxy.db"))
+    try:
+        (approval,) = store.approvals_of(run_id)
+        return approval
+    finally:
+        store.close()
+
+
+def _event(seq: int, at: str) -> Any:
+    from agentrt_proxy.store import Event
+
+    return Event(seq, "", "", at, "step.policy", "{}", "")
