@@ -105,24 +105,6 @@ def _non_negative(fl: Flags, name: str, default: int) -> int:
 # --------------------------------------------------------------------------- opening
 
 
-def _open_writer(path: str) -> Store:
-    """A writer on an existing database that neither creates nor migrates it: the checks
-    of ``Store.open_readonly`` (symlink, modes, unsafe schema, exact versions), then a
-    second, writing connection. The store has no such opener; this composes its parts."""
-    from . import store as store_mod
-    from .store_schema import check_versions, refuse_unsafe_schema
-
-    Store.open_readonly(path).close()
-    conn = store_mod._connect(path, readonly=False)
-    try:
-        refuse_unsafe_schema(conn)
-        check_versions(conn, exact=True)
-    except BaseException:
-        conn.close()
-        raise
-    return Store(path, conn, readonly=False)
-
-
 def _describe_open_failure(path: str, err: BaseException) -> str:
     detail = str(err).removeprefix("agentrt: ")
     if isinstance(err, ConfigError):
@@ -144,7 +126,7 @@ def _opened(path: str, *, writer: bool) -> Iterator[Store]:
         raise OperatorError(prose.OP_DB_MISSING.format(path=path))
     try:
         check_database_file(path)
-        store = _open_writer(path) if writer else Store.open_readonly(path)
+        store = Store.open_existing(path) if writer else Store.open_readonly(path)
     except (ConfigError, StoreError, sqlite3.Error) as err:
         raise OperatorError(_describe_open_failure(path, err)) from None
     try:

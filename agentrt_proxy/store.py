@@ -448,13 +448,15 @@ def _latest_approval(c: sqlite3.Connection, step_id: str, run_id: str) -> Approv
 # --------------------------------------------------------------------------- the store
 
 
-def _uri(path: str, readonly: bool) -> str:
+def _uri(path: str, readonly: bool, create: bool = True) -> str:
     quoted = urllib.parse.quote(os.path.abspath(path))
-    return f"file:{quoted}" + ("?mode=ro" if readonly else "")
+    if readonly:
+        return f"file:{quoted}?mode=ro"
+    return f"file:{quoted}" + ("" if create else "?mode=rw")
 
 
-def _connect(path: str, readonly: bool) -> sqlite3.Connection:
-    conn = sqlite3.connect(_uri(path, readonly), uri=True, timeout=5.0, isolation_level=None,
+def _connect(path: str, readonly: bool, create: bool = True) -> sqlite3.Connection:
+    conn = sqlite3.connect(_uri(path, readonly, create), uri=True, timeout=5.0, isolation_level=None,
                            check_same_thread=False)
     conn.execute("PRAGMA busy_timeout = 5000")
     conn.execute("PRAGMA foreign_keys = ON")
@@ -512,6 +514,22 @@ class Store:
             wall = wall_ns()
             migrate(conn, durations.format_time(wall), wall, durations.format_time(wall + DEFAULT_LEASE_TTL_NS))
             check_modes(path, writer=True)  # SQLite just made the -wal/-shm sidecars
+        except BaseException:
+            conn.close()
+            raise
+        return cls(path, conn, readonly=False)
+
+    @classmethod
+    def open_existing(cls, path: str) -> Store:
+        """A writer on a database that must already exist and be at this build's version:
+        it neither creates nor migrates (the operator's decisions use it)."""
+        readonly = cls.open_readonly(path)  # the same refusals: symlink, modes, schema, version
+        readonly.close()
+        check_modes(path, writer=True)
+        conn = _connect(path, readonly=False, create=False)
+        try:
+            refuse_unsafe_schema(conn)
+            check_versions(conn, exact=True)
         except BaseException:
             conn.close()
             raise
