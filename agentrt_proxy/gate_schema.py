@@ -47,7 +47,8 @@ def validator(schema: Any) -> Any:
 
 
 def schema_error(schema: Any, args: Any) -> str:
-    """The first mismatch as text, '' when the arguments match."""
+    """Every mismatch as text, joined by "; " (as the Go validator lists every cause), '' when
+    the arguments match."""
     try:
         v = validator(schema)
         errors = sorted(v.iter_errors(canonical.to_python(args)), key=lambda e: list(e.absolute_path))
@@ -57,6 +58,9 @@ def schema_error(schema: Any, args: Any) -> str:
         return f"the schema cannot be used: {exc}"
     if not errors:
         return ""
-    e = errors[0]
+    return "; ".join(_one(e) for e in errors)
+
+
+def _one(e: Any) -> str:
     where = "/" + "/".join(str(p) for p in e.absolute_path)
     return f"at {where}: {e.message}" if e.absolute_path else e.message
