@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from . import canonical
 from .canonical import Number
+from .prose import ENDED_HOW
 
 if TYPE_CHECKING:
     from .config import Config
@@ -39,11 +40,7 @@ NOTICE_INTERRUPTED = (
     "effect is unknown: it may have. Approving runs it again with these arguments once the model calls it "
     "again. Rejecting ends this request; an identical call later asks an operator again, whatever the policy."
 )
-HOW_ENDED = {
-    "cut_off": "was cut off before its outcome was recorded",
-    "timed_out": "timed out",
-    "no_answer": "ended without an answer from the server",
-}
+HOW_ENDED = ENDED_HOW  # one wording of how an attempt ended, for the model and the operator alike
 DETAIL_TOOL_GONE = "the tool is no longer offered"
 # ---------------------------------------------------------------------------
 
