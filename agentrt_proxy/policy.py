@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from . import canonical
 from .canonical import Number
+from .config import DEFAULT_POLICY
+from .config import SIDE_EFFECTS as CLASSES
 from .prose import ENDED_HOW
 
 if TYPE_CHECKING:
@@ -48,7 +50,7 @@ READ_ONLY = "read_only"
 LOCAL_MUTATION = "local_mutation"
 REMOTE_MUTATION = "remote_mutation"
 DESTRUCTIVE = "destructive"
-SIDE_EFFECTS = (READ_ONLY, LOCAL_MUTATION, REMOTE_MUTATION, DESTRUCTIVE)
+SIDE_EFFECTS = CLASSES  # the configuration validates against the same four
 
 ALLOW = "allow"
 REQUIRE_APPROVAL = "require_approval"
@@ -62,7 +64,7 @@ ENDED_KINDS = tuple(HOW_ENDED)
 
 def default_policy() -> dict[str, str]:
     """agentrt.DefaultPolicy: reads and local changes run, remote ones ask, destruction is refused."""
-    return {READ_ONLY: ALLOW, LOCAL_MUTATION: ALLOW, REMOTE_MUTATION: REQUIRE_APPROVAL, DESTRUCTIVE: DENY}
+    return dict(DEFAULT_POLICY)
 
 
 # --------------------------------------------------------------------------- what a policy is handed
