@@ -37,7 +37,7 @@ from agentrt_proxy.store import Store, new_id
 from agentrt_proxy.tools import LiveTool, live_tool
 
 ALLOWED_BY_RULE = {"outcome": "allow"}
-UPSTREAM_LANDED = importlib.util.find_spec("agentrt_proxy.mcp.upstream") is not None
+UPSTREAM_LANDED = importlib.util.find_spec("agentrt_proxy.mcp.client") is not None
 
 
 # ============================================================================ the bank, loaded
