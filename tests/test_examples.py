@@ -166,6 +166,15 @@ def test_filesystem_example_word_by_word(tmp_path: Path) -> None:
     assert checked.returncode == 0, checked.stderr
     assert "registered write_file as fs_write_file (local_mutation)" in checked.stdout
     assert "unclassified read_media_file" in checked.stdout
+    # The rules file's shape, in place of the example's rules, loads against the same server.
+    with_rules = json.loads(proxy_json.read_text())
+    with_rules["servers"][0]["rules"] = json.loads((EXAMPLES / "rules.json").read_text())
+    rules_json = proxy_json.with_name("proxy-rules.json")
+    rules_json.write_text(json.dumps(with_rules))
+    rules_json.chmod(0o600)
+    checked_rules = run_program(["check", "-config", str(rules_json)], timeout=120)
+    assert checked_rules.returncode == 0, checked_rules.stderr
+    assert "registered move_file as fs_rename_file (destructive)" in checked_rules.stdout
 
     target = checked_target()
     entries = [f"PYTHONPATH={REPO_ROOT}"] if target == "source" else []
