@@ -82,8 +82,14 @@ class Connection:
         self.server_info: dict[str, Any] = {}
         self.capabilities: dict[str, Any] = {}
         self.instructions: str | None = None
+        if hasattr(transport, "is_answered"):
+            transport.is_answered = self._is_answered  # an HTTP stream that ends early is resumed
 
     # -------------------------------------------------------------- incoming
+
+    def _is_answered(self, msg_id: int) -> bool:
+        pending = self._pending.get(msg_id)
+        return pending is None or pending.answer is not None or pending.failure is not None
 
     def _deliver(self, data: bytes) -> None:
         decoded = jsonrpc.decode_line(data)

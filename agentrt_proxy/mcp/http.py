@@ -7,6 +7,11 @@ are refused (the 3xx fails; its target is never contacted), bodies are capped at
 16 MiB, and the operator's static headers are sent but never logged or quoted.
 A 404 (or the npm servers' 400 "No valid session ID") on a request that carried a
 session id means the session is gone: every later call fails at once.
+
+A request's SSE stream that ends before its answer is resumed as 2025-11-25 says: after
+the server's ``retry:`` time (1 s if it sent none) the client GETs the endpoint with
+``Last-Event-ID`` and reads on until the answer arrives. A stream that carried no event
+id cannot be resumed, so it fails the request at once rather than leave it waiting.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import json
 import socket
 import ssl
 import threading
+from collections.abc import Callable
 from urllib.parse import urlsplit
 
 import anyio
@@ -24,6 +30,7 @@ import anyio.from_thread
 import anyio.to_thread
 
 from .errors import SessionClosed, TransportError, escape
+from .spans import top_level_id
 from .spec import MAX_RESPONSE_BODY_BYTES
 from .sse import SSEParser
 from .transport import Deliver, OnClosed
@@ -33,6 +40,15 @@ __all__ = ["HTTPTransport"]
 READ_CHUNK = 1 << 16
 DELETE_TIMEOUT = 2.0
 CONNECT_TIMEOUT = 30.0
+DEFAULT_RETRY_MS = 1000  # the wait before resuming when the server named none
+MAX_RESUMES = 5  # reconnections in a row that bring no new event
+
+
+class _StreamEnd:
+    """Where an SSE stream stopped: resumable from ``last_event_id`` after ``retry_ms``."""
+
+    def __init__(self, last_event_id: str | None, retry_ms: int | None) -> None:
+        self.last_event_id, self.retry_ms = last_event_id, retry_ms
 
 
 class _BodyTooLarge(TransportError):
@@ -65,8 +81,11 @@ class HTTPTransport:
         self._on_closed: OnClosed | None = None
         self._dead: str | None = None
         self._closed = False
+        self._wake = threading.Event()  # set on close: ends a wait before a resumption
         self.session_id: str | None = None
         self.protocol_version: str | None = None  # set by the session after initialize
+        # Set by the session: whether the request with this id has had its answer.
+        self.is_answered: Callable[[int], bool] | None = None
 
     async def start(self, deliver: Deliver, on_closed: OnClosed) -> None:
         self._deliver, self._on_closed = deliver, on_closed
@@ -132,6 +151,7 @@ class HTTPTransport:
         conn = self._connection(timeout)
         reusable = False
         sent_session = self.session_id is not None
+        end: _StreamEnd | None = None
         try:
             try:
                 conn.request("POST", self._path, body=data, headers=self._request_headers(True))
@@ -145,34 +165,98 @@ class HTTPTransport:
             session = resp.getheader("Mcp-Session-Id")
             if session:
                 self.session_id = session
-            reusable = self._handle(resp, expects_answer, sent_session)
+            reusable, end = self._handle(resp, expects_answer, sent_session)
         finally:
             self._release(conn, reusable)
+        if end is not None and expects_answer:
+            msg_id = top_level_id(data.decode("utf-8", "replace"))
+            if isinstance(msg_id, int) and not self._answered(msg_id):
+                self._resume(msg_id, end, timeout)
 
-    def _handle(self, resp: http.client.HTTPResponse, expects_answer: bool, sent_session: bool) -> bool:
+    def _answered(self, msg_id: int) -> bool:
+        check = self.is_answered
+        if check is None:
+            return True  # nobody to tell: never resume
+        try:
+            return bool(anyio.from_thread.run_sync(check, msg_id))
+        except RuntimeError:  # the event loop is gone
+            return True
+
+    def _resume(self, msg_id: int, end: _StreamEnd, timeout: float | None) -> None:
+        """GET + ``Last-Event-ID`` after the retry time until request ``msg_id`` is answered."""
+        tries = 0
+        while True:
+            if end.last_event_id is None:
+                raise TransportError("the server ended the answer's event stream without the answer")
+            tries += 1
+            if tries > MAX_RESUMES:
+                raise TransportError(f"the answer's event stream was resumed {MAX_RESUMES} times without the answer")
+            retry_ms = end.retry_ms if end.retry_ms is not None else DEFAULT_RETRY_MS
+            if self._wake.wait(retry_ms / 1000) or self._closed:
+                raise SessionClosed("connection closed")
+            before = end.last_event_id
+            end = self._get(msg_id, end, timeout)
+            if self._answered(msg_id):
+                return
+            if end.last_event_id != before:
+                tries = 0  # the stream moved on: a server that polls may close it again
+
+    def _get(self, msg_id: int, end: _StreamEnd, timeout: float | None) -> _StreamEnd:
+        conn = self._connection(timeout)
+        headers = self._request_headers(False)
+        headers["Accept"] = "text/event-stream"
+        assert end.last_event_id is not None
+        headers["Last-Event-ID"] = end.last_event_id
+        try:
+            try:
+                conn.request("GET", self._path, headers=headers)
+                resp = conn.getresponse()
+                if conn.sock is not None and timeout is None:
+                    conn.sock.settimeout(None)
+            except (OSError, http.client.HTTPException) as exc:
+                if self._closed:
+                    raise SessionClosed("connection closed") from exc
+                raise TransportError(f"GET to resume the answer: {escape(str(exc) or type(exc).__name__)}") from exc
+            status = resp.status
+            media = (resp.getheader("Content-Type") or "").split(";")[0].strip().lower()
+            if status >= 300 or media != "text/event-stream":
+                body = self._read_body(resp)
+                gone = status == 404 or (status == 400 and b"No valid session ID" in body)
+                if gone and self.session_id is not None:
+                    raise SessionClosed(f"the server ended the session (HTTP {status})")
+                what = f"HTTP {status} {escape(resp.reason)}" if status >= 300 else f"content type {escape(media)}"
+                raise TransportError(f"the server answered the GET that resumes the answer with {what}")
+            # A resumed stream may stay open after the answer: stop reading once it came.
+            return self._read_sse(resp, end, stop_when_answered=msg_id)
+        finally:
+            self._release(conn, False)
+
+    def _handle(
+        self, resp: http.client.HTTPResponse, expects_answer: bool, sent_session: bool
+    ) -> tuple[bool, _StreamEnd | None]:
         status = resp.status
         if 300 <= status < 400:
             raise TransportError(f"the server answered HTTP {status} {escape(resp.reason)}; redirects are not followed")
         if status in (202, 204) or (not expects_answer and 200 <= status < 300):
             self._read_body(resp)
-            return not resp.will_close
+            return not resp.will_close, None
         if status >= 400:
             body = self._read_body(resp)
             if sent_session and (status == 404 or (status == 400 and b"No valid session ID" in body)):
                 raise SessionClosed(f"the server ended the session (HTTP {status})")
             if self._deliver_error(body):
-                return not resp.will_close
+                return not resp.will_close, None
             snippet = escape(body[:200].decode("utf-8", "replace").strip())
             raise TransportError(
                 f"the server answered HTTP {status} {escape(resp.reason)}" + (f": {snippet}" if snippet else "")
             )
         media = (resp.getheader("Content-Type") or "").split(";")[0].strip().lower()
         if media == "text/event-stream":
-            self._read_sse(resp)
-            return not resp.will_close
+            end = self._read_sse(resp, _StreamEnd(None, None))
+            return not resp.will_close, end
         if media == "application/json":
             self._dispatch(self._read_body(resp))
-            return not resp.will_close
+            return not resp.will_close, None
         self._read_body(resp)
         raise TransportError(f"the server answered with content type {escape(media or 'none')}")
 
@@ -202,19 +286,27 @@ class HTTPTransport:
         resp.read()  # marks the response complete, so the connection can carry the next request
         return bytes(body)
 
-    def _read_sse(self, resp: http.client.HTTPResponse) -> None:
+    def _read_sse(
+        self, resp: http.client.HTTPResponse, start: _StreamEnd, *, stop_when_answered: int | None = None
+    ) -> _StreamEnd:
+        """Dispatch every event; return where the stream stopped (its last id and retry)."""
         self._check_length(resp)
         parser = SSEParser()
+        parser.last_event_id, parser.retry_ms = start.last_event_id, start.retry_ms
         total = 0
         while chunk := self._read_chunk(resp):
             total += len(chunk)
             if total > self._max_body:
                 raise _BodyTooLarge(f"mcp: response body exceeds {self._max_body} bytes")
-            for event in parser.feed(chunk):
+            events = parser.feed(chunk)
+            for event in events:
                 self._dispatch(event)
+            if events and stop_when_answered is not None and self._answered(stop_when_answered):
+                return _StreamEnd(parser.last_event_id, parser.retry_ms)
         resp.read()
         for event in parser.finish():
             self._dispatch(event)
+        return _StreamEnd(parser.last_event_id, parser.retry_ms)
 
     def _read_chunk(self, resp: http.client.HTTPResponse) -> bytes:
         try:
@@ -237,6 +329,7 @@ class HTTPTransport:
         if self._closed:
             return
         self._closed = True
+        self._wake.set()
         with anyio.CancelScope(shield=True):
             if self.session_id is not None and self._dead is None:
                 with contextlib.suppress(Exception):

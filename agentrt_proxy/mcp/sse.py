@@ -2,8 +2,10 @@
 
 Lines end in CR, LF or CRLF (a CR at the end of one chunk and an LF at the start of
 the next are one line end). ``data:`` lines (one optional space removed) join with
-``\\n``; comments and ``id:``/``retry:`` are ignored; an event is dispatched at a blank
-line or at end of stream. Only events named empty or ``message`` (trimmed) are
+``\\n``; comments are ignored; ``id:`` sets ``last_event_id`` (unless it holds a NUL) and
+an all-digits ``retry:`` sets ``retry_ms``, both kept across events as WHATWG says, for
+resuming a stream with GET + ``Last-Event-ID``; an event is dispatched at a blank line or
+at end of stream. Only events named empty or ``message`` (trimmed) are
 returned, as MCP SDKs act only on those; empty-data events (the 2025-11-25 priming
 event) carry no message and are skipped.
 """
@@ -20,6 +22,8 @@ class SSEParser:
         self._data: list[bytes] = []
         self._event = b""
         self._has_data = False
+        self.last_event_id: str | None = None  # the last ``id:`` seen (the priming event's too)
+        self.retry_ms: int | None = None  # the server's reconnection time, if it sent one
 
     def feed(self, chunk: bytes) -> list[bytes]:
         """Add body bytes; return the ``data`` of every event they complete."""
@@ -71,6 +75,10 @@ class SSEParser:
             self._has_data = True
         elif field == b"event":
             self._event = value
+        elif field == b"id" and b"\0" not in value:
+            self.last_event_id = value.decode("utf-8", "replace")
+        elif field == b"retry" and value.isdigit():  # bytes.isdigit: ASCII digits only
+            self.retry_ms = int(value)
 
     def _dispatch(self, out: list[bytes]) -> None:
         data = b"\n".join(self._data)
