@@ -133,6 +133,19 @@ def compact(args: dict[str, Any]) -> str:
     return json.dumps(args, separators=(",", ":"), ensure_ascii=False)
 
 
+def readable_json(value: Any, indent: str = "", width: int = 100) -> str:
+    """JSON indented by two spaces, with every object or array that fits ``width`` on one line."""
+    flat = json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+    if not isinstance(value, dict | list) or len(indent) + len(flat) <= width or not value:
+        return flat
+    inner = indent + "  "
+    if isinstance(value, dict):
+        items = [f"{inner}{json.dumps(k)}: {readable_json(v, inner, width)}" for k, v in value.items()]
+        return "{\n" + ",\n".join(items) + "\n" + indent + "}"
+    items = [inner + readable_json(v, inner, width) for v in value]
+    return "[\n" + ",\n".join(items) + "\n" + indent + "]"
+
+
 # --------------------------------------------------------------------------- the demo
 
 
@@ -191,7 +204,7 @@ class Demo:
         }
 
     def write_configuration(self) -> str:
-        text = json.dumps(self.configuration(), indent=2) + "\n"
+        text = readable_json(self.configuration()) + "\n"
         fd = os.open(self.config, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
