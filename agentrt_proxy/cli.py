@@ -8,6 +8,8 @@ when chosen, so ``--help`` and ``--version`` start as fast as the interpreter al
 from __future__ import annotations
 
 import importlib
+import os
+import shlex
 import sys
 from collections.abc import Callable
 
@@ -82,6 +84,14 @@ COMMANDS: dict[str, tuple[str, str]] = {
 }
 
 
+def program_invocation() -> str:
+    """How the operator runs this same program, for lines that say what to type next."""
+    argv0 = sys.argv[0] if sys.argv else ""
+    if argv0.endswith(".pyz"):
+        return f"python3 {shlex.quote(os.path.abspath(argv0))}"
+    return PROGRAM
+
+
 def help_text() -> str:
     return SCOPE + "\n" + USAGE
 
@@ -121,5 +131,9 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as err:
         sys.stderr.write(f"{PROGRAM}: {name}: {err}\n\n{USAGE}")
         return 2
+    except BrokenPipeError:
+        # A reader such as `head` stopped reading: stop quietly, as a Go program would.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     except KeyboardInterrupt:
         return 130

@@ -22,6 +22,7 @@ from typing import Any, TextIO
 
 from . import approvals, flags, prose
 from . import operator_views as views
+from .cli import program_invocation
 from .config import ConfigError, check_database_file, load_config
 from .flags import Flags, UsageError
 from .store import (
@@ -38,7 +39,6 @@ from .store import (
     go_json,
 )
 
-PROGRAM = "agentrt-proxy"
 BUSY_WAIT = "5s"  # the store's busy timeout, said in the "locked" line
 RUNS_LIMIT = 100
 RUNS_PAGE = 500
@@ -142,10 +142,6 @@ def _guarded(command: str, source: Source, body: Callable[[str], int]) -> int:
     try:
         path = source.path()
         return body(path)
-    except BrokenPipeError:
-        # A reader such as `head` stopped reading: stop quietly, as a Go program would.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 1
     except OperatorError as err:
         sys.stderr.write(prose.operator_command_error(command, str(err)))
     except (sqlite3.Error, StoreError, ConfigError) as err:
@@ -230,7 +226,8 @@ def _show(path: str, run_id: str, as_json: bool) -> int:
             return 0
         lines = views.run_header(run)
         for a in pending:
-            lines += ["", *views.approval_block(a, _approval_reason(store, a), PROGRAM, os.path.abspath(path))]
+            block = views.approval_block(a, _approval_reason(store, a), program_invocation(), os.path.abspath(path))
+            lines += ["", *block]
         lines += ["", *views.steps_table(steps), "", prose.OP_EVENTS]
         _emit(lines)
         _stream_events(store, run_id)
@@ -371,7 +368,8 @@ def _decide(path: str, args: DecideArgs) -> int:
 def write_approval_block(store: Store, approval: Approval, path: str) -> None:
     """Print the block the operator decides on; a test may wrap this to change the row
     between what was shown and the decision."""
-    _emit(views.approval_block(approval, _approval_reason(store, approval), PROGRAM, os.path.abspath(path)))
+    reason = _approval_reason(store, approval)
+    _emit(views.approval_block(approval, reason, program_invocation(), os.path.abspath(path)))
     sys.stdout.flush()
 
 

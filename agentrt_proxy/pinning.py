@@ -448,6 +448,8 @@ def _config_path(argv: list[str]) -> str:
 
 
 def _fail(err: BaseException | str, stderr: TextIO) -> int:
+    if isinstance(err, BrokenPipeError):
+        raise err  # the reader stopped reading; the command frame ends quietly
     stderr.write(prose.sanitize(f"{PROGRAM}: error: {err}") + "\n")
     return 1
 

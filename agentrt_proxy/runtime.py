@@ -7,9 +7,6 @@ loaded while the store opens and migrates, then the database file check again.
 
 from __future__ import annotations
 
-import os
-import shlex
-import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -17,6 +14,7 @@ import anyio
 
 from . import canonical, prose
 from .calls import CallRules, prose_answer
+from .cli import program_invocation
 from .config import Config, ConfigError, check_database_file
 from .gate import Clock, Gate, WallClock
 from .mcp import CallContext, JsonRpcError, RawJSON
@@ -24,14 +22,6 @@ from .pinning import OpenError, OpenServers, open_servers
 from .policy import OfferedTool, ProxyPolicy
 from .status import StatusArgumentsError, StatusReader, parse_arguments
 from .store import Store, StoreError
-
-
-def program_invocation() -> str:
-    """How the operator runs this same program, for the line that says how to decide."""
-    argv0 = sys.argv[0] if sys.argv else ""
-    if argv0.endswith(".pyz"):
-        return f"python3 {shlex.quote(os.path.abspath(argv0))}"
-    return "agentrt-proxy"
 
 
 def result_answer(content: Any) -> dict[str, Any]:
