@@ -9,7 +9,7 @@ from .client import Connection, ListedTool, ProgressCallback, open_connection
 from .errors import ConfigError, ConnectError, McpError, escape, go_quote
 from .framing import LineBuffer
 from .jsonrpc import RawJSON
-from .results import cap_text, map_result, mapped_text
+from .results import INPUT_REQUIRED, InputRequired, cap_text, map_result, mapped_text
 from .server import (
     LATEST_PROTOCOL_VERSION,
     SUPPORTED_PROTOCOL_VERSIONS,
@@ -36,6 +36,7 @@ from .stdio_streams import open_stdio
 __all__ = [
     "DEFAULT_CONNECT_TIMEOUT_NS",
     "DEFAULT_MAX_CONTENT_BYTES",
+    "INPUT_REQUIRED",
     "LATEST_PROTOCOL_VERSION",
     "MAX_RESPONSE_BODY_BYTES",
     "MAX_TOOLS",
@@ -46,6 +47,7 @@ __all__ = [
     "ConfigError",
     "ConnectError",
     "Connection",
+    "InputRequired",
     "JsonRpcError",
     "LineBuffer",
     "ListedTool",

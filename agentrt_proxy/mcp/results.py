@@ -9,6 +9,7 @@ string of at most ``cap`` bytes counting its escaped form, quotes included.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from agentrt_proxy import canonical
@@ -17,11 +18,25 @@ from agentrt_proxy.schema_form import SchemaFormError, canonical_schema, encode_
 
 from .spans import SpanError, find_span
 
-__all__ = ["TRUNCATION_MARKER", "cap_text", "map_result", "mapped_text"]
+__all__ = ["INPUT_REQUIRED", "TRUNCATION_MARKER", "InputRequired", "cap_text", "map_result", "mapped_text"]
 
 TRUNCATION_MARKER = "\n[truncated]"
 DROPPED_PLACEHOLDER = "[structured content dropped: too large]"
 _SURROGATE = re.compile("[\ud800-\udfff]")
+INPUT_REQUIRED = "the server asked for more input, which this adapter does not support"
+
+
+@dataclass(frozen=True)
+class InputRequired(Refused):
+    """A modern-era ``resultType: "input_required"`` answer (MRTR): the server wants the
+    client to answer its ``inputRequests`` and retry, which the proxy never does. It is a
+    refusal: the tools layer records it as ``<name>: <reason>`` (a known answer); any
+    other reader still sees a ``Refused`` whose raw bytes are the answer."""
+
+    reason: str = INPUT_REQUIRED
+    raw: bytes = b""
+
+
 _PLACEHOLDERS = {
     "image": "[image omitted]",
     "audio": "[audio omitted]",
@@ -73,6 +88,8 @@ def map_result(server: str, remote: str, result: Any, answer_text: str, cap: int
     """Map one decoded ``result`` whose answer line is ``answer_text``."""
     if not isinstance(result, dict):
         return Refused("the result is not a JSON object", answer_text.encode("utf-8", "replace"))
+    if result.get("resultType") == "input_required":
+        return InputRequired(INPUT_REQUIRED, answer_text.encode("utf-8", "replace"))
     is_error = result.get("isError") is True
     dropped: int | None = None
     if result.get("structuredContent") is not None:
