@@ -588,6 +588,12 @@ def prose_samples() -> list[str]:
     return texts
 
 
+def key_of(tool: str, args_text: str) -> str:
+    key = canonical.request_key(tool, args_text)
+    assert key is not None
+    return key
+
+
 def begin_by_hand(h: Any, run_id: str, tool: str, args_text: str) -> tuple[Store, Any]:
     """Another process's call: the row claimed and the run begun under a live lease."""
     store = Store.open(str(h.config.database))
@@ -595,7 +601,7 @@ def begin_by_hand(h: Any, run_id: str, tool: str, args_text: str) -> tuple[Store
     gate = Gate(store, runtime.policy, [t.spec for t in runtime.opened.tools], clock=h.clock,
                 reconcile=runtime.policy.reconcile, lease_owner="agentrt-proxy:test")
     side_effect = runtime.tools[tool].side_effect
-    store.index.claim("test", canonical.request_key(tool, args_text), tool, side_effect, run_id, None,
+    store.index.claim("test", key_of(tool, args_text), tool, side_effect, run_id, None,
                       h.clock.now_ns())
     session = gate.begin(run_id, f"call {tool}", proxy_limits(h.config.approval_ttl, h.config.grant_ttl))
     return store, session
