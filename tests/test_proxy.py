@@ -431,6 +431,21 @@ async def test_runs_record_what_happened(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------------- 17
 
 
+def records(h: Any) -> tuple[Any, ...]:
+    """Everything the proxy writes: events, approvals' statuses, runs' statuses, index rows."""
+    store = h.store()
+    try:
+        with store.read() as conn:
+            return (
+                conn.execute("SELECT count(*), max(seq) FROM events").fetchall(),
+                conn.execute("SELECT id, status FROM approvals ORDER BY id").fetchall(),
+                conn.execute("SELECT id, status FROM runs ORDER BY id").fetchall(),
+                conn.execute("SELECT * FROM proxy_calls ORDER BY id").fetchall(),
+            )
+    finally:
+        store.close()
+
+
 # TestProxy_StatusToolReportsAndNeverExecutes
 async def test_the_status_tool_reports_and_never_executes(tmp_path: Path) -> None:
     async with proxy_harness(tmp_path, approval_ttl="1h") as h:
@@ -454,8 +469,11 @@ async def test_the_status_tool_reports_and_never_executes(tmp_path: Path) -> Non
         assert "REJECTED" in rejected
         assert "ask ben first" in rejected
         h.clock.advance(2 * 3600)
+        before = records(h)
         expired = text_of(await h.call("gate_status", {"approval_id": ids[2]}))
         assert "EXPIRED" in expired
+        assert "EXPIRED" in text_of(await h.call("gate_status", {"approval_id": ids[2]}))
+        assert records(h) == before  # it reads; it writes nothing, not even the expiry
 
         unknown = await h.call("gate_status", {"approval_id": "0123456789abcdef"})
         assert not is_error(unknown)
