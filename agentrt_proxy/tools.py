@@ -25,6 +25,7 @@ from . import canonical, gate_schema, prose, schema_form
 from .canonical import JSONBoundaryError, Number
 from .config import SIDE_EFFECTS, TOOL_NAME_PATTERN, Rule, ServerConfig
 from .durations import format_go
+from .mcp import InputRequired
 from .outcomes import Result, ToolOutcome
 from .policy import ToolSpec
 
@@ -312,7 +313,10 @@ class LoadedTool:
             return prepared
         if self.upstream is None:
             raise RuntimeError(f"tool {self.name}: no connection to server {self.server!r}")
-        return await self.upstream.call_tool(self.remote, prepared, self.spec.timeout)
+        outcome = await self.upstream.call_tool(self.remote, prepared, self.spec.timeout)
+        if isinstance(outcome, InputRequired):  # an answer this adapter cannot complete: a known failure
+            return _refusal(f"{self.name}: {outcome.reason}")
+        return outcome
 
 
 def _json_kind(value: Any) -> str:

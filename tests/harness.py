@@ -142,7 +142,8 @@ class Harness:
         box: dict[str, Any] = {}
         self._raw_waiters[request_id] = (done, box)
         await self._to_proxy.send(line.encode("utf-8"))
-        await done.wait()
+        with anyio.fail_after(60):  # a proxy that never answers fails the test, not hangs it
+            await done.wait()
         message = box["message"]
         if "error" in message:
             raise RuntimeError(f"JSON-RPC error: {message['error']}")
@@ -241,7 +242,10 @@ async def proxy_harness(directory: Path, *, pin_first: bool = True, **config_fie
     async def pump_to_proxy() -> None:
         async for message in client_write_receive:
             data = message.message.model_dump_json(by_alias=True, exclude_unset=True) + "\n"
-            await to_proxy_send.send(data.encode("utf-8"))
+            try:
+                await to_proxy_send.send(data.encode("utf-8"))
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                return  # the proxy stopped (it could not open, or the test ended)
 
     async def pump_from_proxy() -> None:
         buffer = b""
@@ -267,6 +271,7 @@ async def proxy_harness(directory: Path, *, pin_first: bool = True, **config_fie
         tg.start_soon(pump_from_proxy)
         async with ClientSession(client_read, client_write) as client:
             await client.initialize()
+            await proxy.ready.wait()  # upstreams listed and the store open: the database can be read
             harness = Harness(directory, config, clock, client, stderr, proxy, to_proxy_send)
             harness._raw_waiters = waiters
             try:
