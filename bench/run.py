@@ -1,0 +1,592 @@
+"""agentrt-proxy benchmark: cold start, per-call latency, throughput, scale, RSS, the SQLite floor.
+
+    bench/.venv/bin/python bench/run.py            # the full run (see bench/README.md)
+    bench/.venv/bin/python bench/run.py --quick    # a smoke run: few calls, small database
+
+Everything is measured in one run, interleaved, against the same upstream (the SDK's
+``MCPServer``, ``bench/upstream.py``) and with the same client (the SDK's ``ClientSession``,
+legacy ``initialize``). Prints a table and writes JSON (``--json``, default
+``bench/results.json``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import random
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+from mcp import ClientSession, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+BENCH = Path(__file__).resolve().parent
+REPO = BENCH.parent
+WORK = BENCH / ".work"
+VENV_PY = sys.executable  # the bench venv: runs the upstream and the fastmcp proxy
+
+
+def real_python() -> str:
+    """The interpreter the .pyz runs on: the real one, never the pyenv shim."""
+    base = getattr(sys, "_base_executable", "") or ""
+    for candidate in (os.environ.get("BENCH_PYTHON", ""), os.path.realpath(base), "/usr/bin/python3"):
+        if candidate and os.path.exists(candidate) and "shims" not in candidate:
+            return candidate
+    return sys.executable
+
+
+PY = real_python()
+
+
+def pct(values: list[float], q: float) -> float:
+    s = sorted(values)
+    if not s:
+        return float("nan")
+    k = max(0, min(len(s) - 1, int(round(q / 100 * len(s) + 0.5)) - 1))
+    return s[k]
+
+
+def summary(values: list[float]) -> dict[str, float]:
+    return {"n": len(values), "p50": pct(values, 50), "p90": pct(values, 90), "p99": pct(values, 99),
+            "mean": statistics.fmean(values) if values else float("nan")}
+
+
+def log(msg: str) -> None:
+    print(msg, file=sys.stderr, flush=True)
+
+
+# ----------------------------------------------------------------------------- setup
+
+
+def write_config(directory: Path, database: str, *, delay: float = 0.0) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    server: dict[str, Any] = {
+        "name": "up",
+        "command": [VENV_PY, str(BENCH / "upstream.py")],
+        "manifest": "up.manifest.json",
+        "rules": {
+            "echo": {"side_effect": "read_only", "timeout": "10s"},
+            "pay": {"side_effect": "remote_mutation", "outcome": "allow", "timeout": "10s"},
+        },
+    }
+    if delay:
+        server["env"] = [f"BENCH_UPSTREAM_DELAY={delay}"]
+    doc = {"database": database, "session": "bench", "hold": "0s", "servers": [server]}
+    path = directory / "proxy.json"
+    path.write_text(json.dumps(doc, indent=2))
+    path.chmod(0o600)
+    return path
+
+
+def setup(args: argparse.Namespace) -> dict[str, Any]:
+    WORK.mkdir(exist_ok=True)
+    pyz = WORK / "agentrt-proxy.pyz"
+    if not args.no_build:
+        log("building the .pyz ...")
+        subprocess.run([PY, str(REPO / "build_zipapp.py"), "--output", str(pyz)], check=True,
+                       stdout=subprocess.DEVNULL)
+    run = WORK / "run"
+    if run.exists():
+        shutil.rmtree(run)
+    empty = write_config(run / "empty", "runs.db")
+    counting = write_config(run / "counting", "runs.db")
+    delayed = write_config(run / "delayed", "runs.db", delay=args.delay)
+    big_db = WORK / f"big-{args.rows}.db"
+    big = write_config(run / "big", str(big_db))
+    log("pinning the upstream ...")
+    subprocess.run([PY, str(pyz), "pin", "-config", str(empty)], check=True, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    for other in (counting, delayed, big):
+        shutil.copy(empty.parent / "up.manifest.json", other.parent / "up.manifest.json")
+    if not big_db.exists() or args.rebuild_db:
+        log(f"building the database with {args.rows:,} prior calls (once; kept in {big_db}) ...")
+        t = time.monotonic()
+        subprocess.run([VENV_PY, str(BENCH / "build_db.py"), str(pyz), str(big_db), "-calls", str(args.rows)],
+                       check=True)
+        log(f"  built in {time.monotonic() - t:.0f} s")
+    with sqlite3.connect(f"file:{big_db}?mode=ro", uri=True) as c:
+        prior = c.execute("SELECT count(*) FROM proxy_calls").fetchone()[0]
+    return {"pyz": pyz, "empty": empty, "counting": counting, "delayed": delayed, "big": big, "big_db": big_db,
+            "prior_calls": prior}
+
+
+def chain_command(chain: str, cfg: dict[str, Any], *, delay: bool = False) -> tuple[list[str], dict[str, str]]:
+    env = dict(os.environ)
+    env.pop("BENCH_UPSTREAM_DELAY", None)
+    if chain == "direct":
+        if delay:
+            env["BENCH_UPSTREAM_DELAY"] = str(cfg["delay"])
+        return [VENV_PY, str(BENCH / "upstream.py")], env
+    if chain == "fastmcp":
+        if delay:
+            env["BENCH_UPSTREAM_DELAY"] = str(cfg["delay"])
+        return [VENV_PY, str(BENCH / "fastmcp_proxy.py"), VENV_PY, str(BENCH / "upstream.py")], env
+    config = {"agentrt": cfg["empty"], "agentrt-1M": cfg["big"], "counting": cfg["counting"]}[chain]
+    if delay:
+        config = cfg["delayed"]
+    if chain == "counting":
+        return [PY, str(BENCH / "count_commits.py"), str(cfg["pyz"]), str(cfg["commit_log"]), "serve", "-config",
+                str(config)], env
+    return [PY, str(cfg["pyz"]), "serve", "-config", str(config)], env
+
+
+# ----------------------------------------------------------------------------- cold start
+
+
+def cold_start_once(cmd: list[str], env: dict[str, str], timeout: float = 60.0) -> tuple[float, float]:
+    """Process launch → ``initialize`` answered, and → ``tools/list`` answered (ms)."""
+    init = ('{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",'
+            '"capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}\n')
+    t0 = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+    assert proc.stdin and proc.stdout
+    try:
+        proc.stdin.write(init.encode())
+        proc.stdin.flush()
+        t_init = t_list = float("nan")
+        deadline = t0 + timeout
+        sent_list = False
+        while time.perf_counter() < deadline:
+            line = proc.stdout.readline()
+            if not line:
+                raise RuntimeError(f"{cmd[1]} closed stdout")
+            msg = json.loads(line)
+            if msg.get("id") == 1:
+                t_init = (time.perf_counter() - t0) * 1000
+                proc.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n'
+                                 b'{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}\n')
+                proc.stdin.flush()
+                sent_list = True
+            elif msg.get("id") == 2 and sent_list:
+                t_list = (time.perf_counter() - t0) * 1000
+                if not msg.get("result", {}).get("tools"):
+                    raise RuntimeError(f"no tools from {cmd}: {msg}")
+                break
+        return t_init, t_list
+    finally:
+        try:
+            proc.stdin.close()
+            proc.wait(timeout=10)
+        except Exception:
+            proc.kill()
+            proc.wait()
+
+
+def cold_starts(cfg: dict[str, Any], reps: int) -> dict[str, Any]:
+    variants = [(c, d) for d in (False, True) for c in ("direct", "agentrt", "fastmcp")]
+    samples: dict[str, dict[str, list[float]]] = {}
+    for r in range(reps):
+        order = variants[r % len(variants):] + variants[: r % len(variants)]
+        for chain, delay in order:
+            name = chain + (" (upstream +%gs)" % cfg["delay"] if delay else "")
+            cmd, env = chain_command(chain, cfg, delay=delay)
+            t_init, t_list = cold_start_once(cmd, env)
+            s = samples.setdefault(name, {"initialize": [], "tools_list": []})
+            s["initialize"].append(t_init)
+            s["tools_list"].append(t_list)
+        log(f"  cold start round {r + 1}/{reps}")
+    return {name: {k: {"median": statistics.median(v), "min": min(v), "samples": v} for k, v in s.items()}
+            for name, s in samples.items()}
+
+
+# ----------------------------------------------------------------------------- sessions
+
+
+def children_pids(name_part: str) -> list[int]:
+    me = os.getpid()
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/cmdline", "rb") as f:
+                cmdline = f.read().replace(b"\0", b" ").decode()
+        except (OSError, IndexError, ValueError):
+            continue
+        if ppid == me and name_part in cmdline:
+            found.append(int(entry))
+    return found
+
+
+def vm(pid: int, key: str) -> float:
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith(key + ":"):
+                return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+class Chain:
+    def __init__(self, name: str, session: ClientSession, tools: dict[str, str]) -> None:
+        self.name, self.session, self.tools = name, session, tools
+
+    async def call(self, tool: str, args: dict[str, Any]) -> tuple[float, Any]:
+        t = time.perf_counter()
+        result = await self.session.call_tool(self.tools[tool], args)
+        return (time.perf_counter() - t) * 1000, result
+
+
+async def open_chain(stack: Any, name: str, cfg: dict[str, Any], errlog: Any) -> Chain:
+    cmd, env = chain_command(name, cfg)
+    params = StdioServerParameters(command=cmd[0], args=cmd[1:], env=env)
+    read, write = await stack.enter_async_context(stdio_client(params, errlog=errlog))
+    session = await stack.enter_async_context(ClientSession(read, write))
+    await session.initialize()  # legacy handshake
+    listed = await session.list_tools()
+    tools = {}
+    for t in listed.tools:
+        for short in ("echo", "pay"):
+            if t.name == short or t.name.endswith("_" + short):
+                tools[short] = t.name
+    return Chain(name, session, tools)
+
+
+async def interleaved(chains: list[Chain], n: int, make_args: Any, tool: str,
+                      check: Any = None) -> dict[str, list[float]]:
+    out: dict[str, list[float]] = {c.name: [] for c in chains}
+    for i in range(n):
+        k = i % len(chains)
+        for c in chains[k:] + chains[:k]:
+            ms, result = await c.call(tool, make_args(c.name, i))
+            if check is not None:
+                check(c.name, result)
+            out[c.name].append(ms)
+    return out
+
+
+async def throughput(chain: Chain, tool: str, total: int, concurrency: int, make_args: Any) -> float:
+    counter = iter(range(total))
+
+    async def worker() -> None:
+        for i in counter:
+            await chain.call(tool, make_args(chain.name, i))
+
+    t = time.perf_counter()
+    async with anyio.create_task_group() as tg:
+        for _ in range(concurrency):
+            tg.start_soon(worker)
+    return total / (time.perf_counter() - t)
+
+
+def text_of(result: Any) -> str:
+    return result.content[0].text if result.content else ""
+
+
+async def sessions(cfg: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+    from contextlib import AsyncExitStack
+
+    nonce = f"{time.time_ns():x}"
+    out: dict[str, Any] = {}
+    errlog = open(WORK / "run" / "stderr.log", "a")
+    async with AsyncExitStack() as stack:
+        names = ["direct", "agentrt", "fastmcp", "agentrt-1M"]
+        chains = []
+        for name in names:
+            chains.append(await open_chain(stack, name, cfg, errlog))
+            log(f"  session open: {name}")
+        by = {c.name: c for c in chains}
+
+        def ok(name: str, result: Any) -> None:
+            if result.is_error:
+                raise RuntimeError(f"{name}: {text_of(result)[:300]}")
+
+        log("  warm-up ...")
+        await interleaved(chains, args.warmup, lambda c, i: {"text": f"warm {i}"}, "echo", ok)
+        await interleaved(chains, 5, lambda c, i: {"to": f"warm-{nonce}-{c}-{i}", "cents": 1}, "pay", ok)
+
+        log(f"  read-only echo x{args.calls} ...")
+        lat = {"echo": await interleaved(chains, args.calls, lambda c, i: {"text": f"hello {i}"}, "echo", ok)}
+        log(f"  mutating pay x{args.calls} ...")
+        lat["pay"] = await interleaved(chains, args.calls,
+                                       lambda c, i: {"to": f"acct-{nonce}-{c}-{i}", "cents": 100 + i}, "pay", ok)
+
+        # DUPLICATE: one identical pay made once, then repeated. Only the gate refuses it; the
+        # direct and fastmcp paths execute it again (shown for reference).
+        for c in chains:
+            ok(c.name, (await c.call("pay", {"to": f"dup-{nonce}-{c.name}", "cents": 1}))[1])
+
+        def refused(name: str, result: Any) -> None:
+            if name.startswith("agentrt") and not text_of(result).startswith("DUPLICATE"):
+                raise RuntimeError(f"{name}: expected DUPLICATE, got {text_of(result)[:200]}")
+
+        log(f"  DUPLICATE pay x{args.calls} ...")
+        lat["duplicate"] = await interleaved(chains, args.calls, lambda c, i: {"to": f"dup-{nonce}-{c}", "cents": 1},
+                                             "pay", refused)
+        out["latency_ms"] = {kind: {name: summary(v) for name, v in per.items()} for kind, per in lat.items()}
+
+        log(f"  throughput, {args.concurrency} in flight ...")
+        tput: dict[str, dict[str, list[float]]] = {"echo": {}, "pay": {}}
+        for r in range(3):
+            k = r % len(chains)
+            for c in chains[k:] + chains[:k]:
+                tput["echo"].setdefault(c.name, []).append(await throughput(
+                    c, "echo", args.tput_calls, args.concurrency, lambda n, i: {"text": f"t{r}-{i}"}))
+                tput["pay"].setdefault(c.name, []).append(await throughput(
+                    c, "pay", args.tput_calls, args.concurrency,
+                    lambda n, i: {"to": f"tp-{nonce}-{n}-{r}-{i}", "cents": 7}))
+        out["throughput_calls_per_s"] = {kind: {n: statistics.median(v) for n, v in per.items()}
+                                         for kind, per in tput.items()}
+
+        rss = {}
+        for label, part in (("agentrt", str(cfg["empty"])), ("agentrt-1M", str(cfg["big"])),
+                            ("fastmcp", "fastmcp_proxy.py")):
+            pids = children_pids(part)
+            if pids:
+                rss[label] = {"peak_rss_mb": vm(pids[0], "VmHWM"), "rss_now_mb": vm(pids[0], "VmRSS")}
+        out["rss"] = rss
+    errlog.close()
+    return out
+
+
+# ----------------------------------------------------------------------------- commits per call
+
+
+async def commits(cfg: dict[str, Any], n: int = 20) -> dict[str, Any]:
+    from contextlib import AsyncExitStack
+
+    logp = Path(cfg["commit_log"])
+    for p in (logp, Path(str(logp) + ".sql")):
+        p.unlink(missing_ok=True)
+
+    def lines() -> list[list[str]]:
+        if not logp.exists():
+            return []
+        return [json.loads(x) for x in logp.read_text().splitlines() if x.strip()]
+
+    out: dict[str, Any] = {}
+    async with AsyncExitStack() as stack:
+        chain = await open_chain(stack, "counting", cfg, open(os.devnull, "w"))
+        for i in range(5):
+            await chain.call("echo", {"text": f"w{i}"})
+        await chain.call("pay", {"to": "dup", "cents": 1})
+        for kind, make in (("echo", lambda i: ("echo", {"text": f"c{i}"})),
+                           ("pay", lambda i: ("pay", {"to": f"c{i}", "cents": i + 1})),
+                           ("duplicate", lambda i: ("pay", {"to": "dup", "cents": 1}))):
+            await anyio.sleep(0.2)
+            before = len(lines())
+            last_before = before
+            for i in range(n):
+                last_before = len(lines())
+                tool, a = make(i)
+                await chain.call(tool, a)
+            await anyio.sleep(0.2)
+            all_lines = lines()
+            out[kind] = {"commits_per_call": (len(all_lines) - before) / n,
+                         "one_call": all_lines[last_before:]}
+    return out
+
+
+def query_plans(cfg: dict[str, Any]) -> list[dict[str, Any]]:
+    """EXPLAIN QUERY PLAN, on the 1,000,000-call database, of every distinct statement
+    the proxy executed on the call path (traced by count_commits.py)."""
+    import re
+
+    sql_path = Path(str(cfg["commit_log"]) + ".sql")
+    seen: dict[str, str] = {}
+    for line in sql_path.read_text().splitlines():
+        stmt = json.loads(line)
+        head = stmt.lstrip().upper()
+        if head.startswith(("BEGIN", "COMMIT", "ROLLBACK", "PRAGMA", "CREATE", "END")):
+            continue
+        shape = re.sub(r"'(?:[^']|'')*'", "?", stmt)
+        shape = re.sub(r"\b\d+\b", "?", shape)
+        shape = re.sub(r"\s+", " ", shape).strip()
+        seen.setdefault(shape, stmt)
+    plans = []
+    conn = sqlite3.connect(f"file:{cfg['big_db']}?mode=ro", uri=True)
+    try:
+        for shape, stmt in seen.items():
+            try:
+                rows = conn.execute("EXPLAIN QUERY PLAN " + stmt).fetchall()
+                plan = [r[3] for r in rows]
+            except sqlite3.Error as err:
+                plan = [f"(not explained: {err})"]
+            full_scan = any(p.startswith("SCAN ") and "USING" not in p and "CONSTANT" not in p for p in plan)
+            plans.append({"sql": shape, "plan": plan, "full_scan": full_scan})
+    finally:
+        conn.close()
+    return plans
+
+
+# ----------------------------------------------------------------------------- the floor
+
+
+def sqlite_floor(n: int = 2000) -> dict[str, float]:
+    path = WORK / "floor.db"
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(path) + suffix).unlink(missing_ok=True)
+    conn = sqlite3.connect(str(path), isolation_level=None)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = FULL")
+    conn.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, payload TEXT)")
+    payload = json.dumps({"k": "x" * 180})
+    times = []
+    for i in range(n + 20):
+        conn.execute("BEGIN")
+        conn.execute("INSERT INTO t (payload) VALUES (?)", (payload,))
+        t = time.perf_counter()
+        conn.execute("COMMIT")
+        if i >= 20:
+            times.append((time.perf_counter() - t) * 1000)
+    conn.close()
+    return summary(times)
+
+
+# ----------------------------------------------------------------------------- report
+
+
+def fmt_ms(v: float) -> str:
+    return f"{v:.2f}" if v < 100 else f"{v:.0f}"
+
+
+def report(res: dict[str, Any]) -> str:
+    L: list[str] = []
+    lat = res["latency_ms"]
+    cs = res["cold_start_ms"]
+    d = res["delay_s"]
+    L.append(f"## Cold start (ms; process launch → answered; median of {res['args']['cold']}, raw stdio client)")
+    L.append("")
+    L.append("| chain | → `initialize` | → `tools/list` |")
+    L.append("| --- | --- | --- |")
+    for name, v in cs.items():
+        L.append(f"| {name} | {fmt_ms(v['initialize']['median'])} | {fmt_ms(v['tools_list']['median'])} |")
+    L.append("")
+    L.append(f"## Per-call latency (ms; SDK client, legacy; {res['args']['calls']} calls each, interleaved)")
+    L.append("")
+    L.append("| call | chain | p50 | p90 | p99 | added p50 vs direct |")
+    L.append("| --- | --- | --- | --- | --- | --- |")
+    for kind in ("echo", "pay", "duplicate"):
+        label = {"echo": "read-only `echo`", "pay": "mutating `pay`",
+                 "duplicate": "DUPLICATE `pay` (refused by agentrt; executed again by the others)"}[kind]
+        base = lat[kind]["direct"]["p50"]
+        for name in ("direct", "agentrt", "fastmcp", "agentrt-1M"):
+            s = lat[kind][name]
+            added = "" if name == "direct" else f"{s['p50'] - base:+.2f}"
+            L.append(f"| {label} | {name} | {s['p50']:.2f} | {s['p90']:.2f} | {s['p99']:.2f} | {added} |")
+    L.append("")
+    L.append(f"## Throughput ({res['args']['concurrency']} calls in flight, different arguments; calls/s, "
+             "median of 3)")
+    L.append("")
+    L.append("| call | " + " | ".join(res["throughput_calls_per_s"]["echo"].keys()) + " |")
+    L.append("| --- |" + " --- |" * len(res["throughput_calls_per_s"]["echo"]))
+    for kind, per in res["throughput_calls_per_s"].items():
+        L.append(f"| {kind} | " + " | ".join(f"{v:.0f}" for v in per.values()) + " |")
+    L.append("")
+    L.append("## Memory and the floor")
+    L.append("")
+    for name, v in res["rss"].items():
+        L.append(f"- peak RSS of the {name} proxy process: {v['peak_rss_mb']:.1f} MB (now {v['rss_now_mb']:.1f} MB)")
+    f = res["sqlite_floor_ms"]
+    L.append(f"- one durable SQLite commit (WAL + synchronous=FULL, 1 row): p50 {f['p50']:.3f} ms, "
+             f"p99 {f['p99']:.3f} ms")
+    for kind, v in res["commits"].items():
+        L.append(f"- commits per {kind} call: {v['commits_per_call']:.2f}")
+    L.append(f"- prior calls in the large database: {res['prior_calls']:,}")
+    L.append("")
+    L.append("## Targets")
+    L.append("")
+    L.append("| target | measured | met |")
+    L.append("| --- | --- | --- |")
+    for t in res["targets"]:
+        L.append(f"| {t['target']} | {t['measured']} | {'yes' if t['met'] else '**no**'} |")
+    return "\n".join(L)
+
+
+def targets(res: dict[str, Any]) -> list[dict[str, Any]]:
+    lat, cs = res["latency_ms"], res["cold_start_ms"]
+    d = f" (upstream +{res['delay_s']:g}s)"
+    added_a = lat["echo"]["agentrt"]["p50"] - lat["echo"]["direct"]["p50"]
+    added_f = lat["echo"]["fastmcp"]["p50"] - lat["echo"]["direct"]["p50"]
+    init_a = cs["agentrt"]["initialize"]["median"]
+    init_f = cs["fastmcp"]["initialize"]["median"]
+    list_gap = cs["agentrt"]["tools_list"]["median"] - cs["direct"]["tools_list"]["median"]
+    list_gap_d = cs["agentrt" + d]["tools_list"]["median"] - cs["direct" + d]["tools_list"]["median"]
+    init_d = cs["agentrt" + d]["initialize"]["median"]
+    scale = {k: lat[k]["agentrt-1M"]["p50"] / lat[k]["agentrt"]["p50"] for k in ("echo", "pay", "duplicate")}
+    rss = max(v["peak_rss_mb"] for k, v in res["rss"].items() if k.startswith("agentrt"))
+    return [
+        {"target": "read-only added p50 ≤ 0.5 × fastmcp's added p50",
+         "measured": f"+{added_a:.2f} ms vs +{added_f:.2f} ms = {added_a / added_f:.2f}×", "met": added_a <= 0.5 * added_f},
+        {"target": "cold start → initialize < 150 ms", "measured": f"{init_a:.0f} ms", "met": init_a < 150},
+        {"target": "cold start → initialize ≤ 0.1 × fastmcp's",
+         "measured": f"{init_a:.0f} / {init_f:.0f} ms = {init_a / init_f:.3f}×", "met": init_a <= 0.1 * init_f},
+        {"target": "initialize with the upstream not up yet < 150 ms", "measured": f"{init_d:.0f} ms",
+         "met": init_d < 150},
+        {"target": "tools/list ≤ upstream's own start + 100 ms",
+         "measured": f"+{list_gap:.0f} ms; upstream +{res['delay_s']:g}s: +{list_gap_d:.0f} ms",
+         "met": list_gap <= 100 and list_gap_d <= 100},
+        {"target": "p50 with 1,000,000 calls ≤ 1.2 × empty",
+         "measured": ", ".join(f"{k} {v:.2f}×" for k, v in scale.items()), "met": all(v <= 1.2 for v in scale.values())},
+        {"target": "peak RSS < 40 MB", "measured": f"{rss:.1f} MB", "met": rss < 40},
+    ]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--calls", type=int, default=500)
+    ap.add_argument("--warmup", type=int, default=50)
+    ap.add_argument("--cold", type=int, default=9, help="cold starts per variant")
+    ap.add_argument("--concurrency", type=int, default=8)
+    ap.add_argument("--tput-calls", type=int, default=400)
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--delay", type=float, default=1.0, help="the slow upstream's start delay (s)")
+    ap.add_argument("--json", default=str(BENCH / "results.json"))
+    ap.add_argument("--no-build", action="store_true")
+    ap.add_argument("--rebuild-db", action="store_true")
+    ap.add_argument("--quick", action="store_true", help="smoke run: 60 calls, 3 cold starts, 20,000 rows")
+    args = ap.parse_args()
+    if args.quick:
+        args.calls, args.warmup, args.cold, args.tput_calls, args.rows = 60, 10, 3, 80, 20_000
+    cfg = setup(args)
+    cfg["delay"] = args.delay
+    cfg["commit_log"] = WORK / "run" / "commits.log"
+    res: dict[str, Any] = {
+        "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
+        "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "cpu": cpu_model(),
+                    "python_pyz": PY, "python_pyz_version": subprocess.run([PY, "-V"], capture_output=True,
+                                                                          text=True).stdout.strip(),
+                    "sqlite": sqlite3.sqlite_version},
+        "command": " ".join([os.path.relpath(sys.executable, REPO)] + [os.path.relpath(sys.argv[0], REPO)]
+                            + sys.argv[1:]),
+        "args": vars(args), "delay_s": args.delay, "prior_calls": cfg["prior_calls"],
+    }
+    log("SQLite floor ...")
+    res["sqlite_floor_ms"] = sqlite_floor()
+    log("commits per call ...")
+    res["commits"] = anyio.run(commits, cfg)
+    res["query_plans"] = query_plans(cfg)
+    log("cold starts ...")
+    res["cold_start_ms"] = cold_starts(cfg, args.cold)
+    log("sessions ...")
+    res.update(anyio.run(sessions, cfg, args))
+    res["targets"] = targets(res)
+    table = report(res)
+    print(table)
+    Path(args.json).write_text(json.dumps(res, indent=1, default=str))
+    log(f"wrote {args.json}")
+    return 0
+
+
+def cpu_model() -> str:
+    try:
+        for line in open("/proc/cpuinfo"):
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
