@@ -23,6 +23,7 @@ from .flags import UsageError, parse
 from .mcp import CallContext, JsonRpcError, RawJSON, ServerSession, open_stdio
 
 SERVER_INFO = {"name": "gated-tools", "version": __version__}
+ANSWER_GRACE_SECONDS = 5.0  # after a signal, how long the answers in flight may take to be written
 
 
 def command(argv: list[str]) -> int:
@@ -148,13 +149,22 @@ async def run_session(proxy: Proxy, session: ServerSession, *, handle_signals: b
             await proxy.drain()
             tg.cancel_scope.cancel()
 
+        async def stop_on_signal() -> None:
+            await on_signal()
+            await proxy.drain()
+            # End the input as stdin's end would, so the answers in flight are written
+            # before the session stops; cancel anyway if the stream cannot end early.
+            await session.end_input()
+            await anyio.sleep(ANSWER_GRACE_SECONDS)
+            tg.cancel_scope.cancel()
+
         async def failure() -> None:
             await proxy.ready.wait()
             if proxy.failed is None:
                 await anyio.sleep_forever()
 
         if handle_signals:
-            tg.start_soon(stop_when, on_signal)
+            tg.start_soon(stop_on_signal)
         tg.start_soon(stop_when, failure)
         await session.run()  # returns at stdin's end once the calls in flight are answered
         await proxy.drain()

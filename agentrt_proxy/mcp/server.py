@@ -176,6 +176,11 @@ class ServerSession:
                 if maybe is not None:
                     await maybe
 
+    async def end_input(self) -> None:
+        """Stop reading as if the host's stream had ended: ``run`` returns once the requests
+        in flight are answered (for a stream whose ``aclose`` ends a pending read)."""
+        await self._receive.aclose()
+
     async def _dispatch_line(self, line: bytes, tg: anyio.abc.TaskGroup) -> None:
         decoded = jsonrpc.decode_line(line)
         if decoded is None:
