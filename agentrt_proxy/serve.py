@@ -9,6 +9,7 @@ be recorded, closes its upstreams and exits 0.
 
 from __future__ import annotations
 
+import importlib
 import signal
 import sys
 from collections.abc import Awaitable, Callable
@@ -70,9 +71,12 @@ class Proxy:
 
     async def open(self) -> None:
         """Connect the upstreams and open the store; on failure, say why and stop serving."""
-        from .runtime import open_runtime
-
-        opener = self.opener or open_runtime
+        opener = self.opener
+        if opener is None:
+            # The runtime's imports (the gate, jsonschema: ~100 ms of CPU) run in a worker
+            # thread, so the event loop answers ``initialize`` meanwhile instead of after them.
+            module = await anyio.to_thread.run_sync(importlib.import_module, "agentrt_proxy.runtime")
+            opener = module.open_runtime
         try:
             self.runtime = await opener(self.config, self.write_stderr, self.shutting_down)
         except ConfigError as err:
