@@ -162,6 +162,11 @@ async def run_session(proxy: Proxy, session: ServerSession, *, handle_signals: b
             await anyio.sleep(ANSWER_GRACE_SECONDS)
             tg.cancel_scope.cancel()
 
+        async def stop_accepting_at_eof() -> None:
+            # Stdin's end is a shutdown: no more calls, and a hold ends at once (§2.6.5).
+            await session.input_closed.wait()
+            proxy.shutting_down.set()
+
         async def failure() -> None:
             await proxy.ready.wait()
             if proxy.failed is None:
@@ -170,6 +175,7 @@ async def run_session(proxy: Proxy, session: ServerSession, *, handle_signals: b
         if handle_signals:
             tg.start_soon(stop_on_signal)
         tg.start_soon(stop_when, failure)
+        tg.start_soon(stop_accepting_at_eof)
         await session.run()  # returns at stdin's end once the calls in flight are answered
         await proxy.drain()
         tg.cancel_scope.cancel()
