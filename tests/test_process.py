@@ -503,6 +503,22 @@ async def test_closing_stdin_mid_call_finishes_the_step(
         assert w.payments() == 1
 
 
+async def test_closing_stdin_during_a_hold_ends_the_hold_and_answers_pending_at_once(
+        tmp_path: Path, program_argv: list[str], program_env: dict[str, str]) -> None:
+    # Stdin's end is a shutdown like a signal (seed: "accepts no more calls"), and a hold ends
+    # when the proxy shuts down (§2.6.5): the held call answers PENDING_APPROVAL at once
+    # instead of keeping the process alive for the rest of the hold.
+    async with world(tmp_path, program_argv, program_env, hold="20s") as w, proxy(w) as host:
+        _, answered, box = await host.send_raw("bank_pay", {"to": "vic", "amount": 2})
+        await w.wait_for("the approval to be asked", lambda: "waits for an operator" in host.stderr)
+        began = time.monotonic()
+        await host.close_stdin()
+        assert await host.wait() == 0
+        assert time.monotonic() - began < 5
+        assert answered.is_set() and prefix(box["message"]["result"]) == "PENDING_APPROVAL"
+        assert len(w.pending()) == 1 and w.payments() == 0
+
+
 # ===================================================================== the issue's own
 
 
