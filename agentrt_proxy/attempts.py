@@ -117,7 +117,9 @@ def last_attempt(
         obs = observation(step)
         kind = obs.get("kind")
         if step.status == "interrupted" or kind == "interrupted":
-            content = obs.get("content") if isinstance(obs.get("content"), dict) else {}
+            content = obs.get("content")
+            if not isinstance(content, dict):
+                content = {}
             cut_while_executing = content.get("previous_status") == "executing" or content.get("failure") == "cancelled"
             if cut_while_executing:
                 return LastAttempt(OUTCOME_UNKNOWN, Attempt(run_id, step.id, step.started_at, "cut_off"), step)

@@ -32,7 +32,7 @@ _ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|.)", re.DOTALL)
 _HTML_UNSAFE = re.compile("[<>&\u2028\u2029]")
 _HTML_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-_encode_string = json.encoder.encode_basestring  # type: ignore[attr-defined]
+_encode_string = json.encoder.encode_basestring
 
 
 class JSONBoundaryError(ValueError):
@@ -210,15 +210,19 @@ class _DuplicateFinder:
         self.decoder = json.JSONDecoder()
 
     def _skip(self) -> None:
-        self.pos = self._WS.match(self.text, self.pos).end()  # type: ignore[union-attr]
+        match = self._WS.match(self.text, self.pos)
+        assert match is not None  # the pattern matches the empty string
+        self.pos = match.end()
 
     def _string(self) -> str:
+        # scanstring is CPython's (json.decoder re-exports it from _json), missing from typeshed
         value, self.pos = json.decoder.scanstring(self.text, self.pos + 1)  # type: ignore[attr-defined]
         return value
 
     def run(self) -> str | None:
         try:
-            return self._value()
+            self._value()
+            return None
         except _Found as found:
             return found.key
 
@@ -232,7 +236,9 @@ class _DuplicateFinder:
         elif char == '"':
             self._string()
         else:
-            self.pos = self._SCALAR.match(self.text, self.pos).end()  # type: ignore[union-attr]
+            match = self._SCALAR.match(self.text, self.pos)
+            assert match is not None  # the text is valid JSON, so a scalar starts here
+            self.pos = match.end()
 
     def _object(self) -> None:
         self.pos += 1

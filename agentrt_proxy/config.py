@@ -16,7 +16,7 @@ import urllib.parse
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from . import canonical
 from .canonical import JSONBoundaryError, Number
@@ -266,7 +266,7 @@ class _Errors:
     def __init__(self, path: Path) -> None:
         self.path = path
 
-    def fail(self, message: str) -> Any:
+    def fail(self, message: str) -> NoReturn:
         raise ConfigError(f"config {self.path}: {message}")
 
 
@@ -352,6 +352,11 @@ def _q(text: str) -> str:
     return json.dumps(text, ensure_ascii=False)
 
 
+def _in_server(name: str) -> Callable[[str], str]:
+    """How a server entry's field is named in a message: ``server "<name>": <field>``."""
+    return lambda field: f"server {_q(name)}: {field}"
+
+
 def _absolute(base: Path, name: str) -> Path:
     return Path(os.path.abspath(base / os.path.expanduser(name) if not os.path.isabs(name) else name))
 
@@ -395,8 +400,8 @@ def _servers(values: list[Any], base: Path, errors: _Errors) -> tuple[ServerConf
         inherit_env = entry.strings("inherit_env") or ()
         headers_value = entry.get("headers")
         label = name or f"servers[{index}]"
-        connect_timeout = entry.duration("connect_timeout", lambda f, n=label: f"server {_q(n)}: {f}")
-        default_timeout = entry.duration("default_timeout", lambda f, n=label: f"server {_q(n)}: {f}")
+        connect_timeout = entry.duration("connect_timeout", _in_server(label))
+        default_timeout = entry.duration("default_timeout", _in_server(label))
         manifest = entry.string("manifest")
         rules_value = entry.get("rules")
         skip_path_check = entry.boolean("skip_path_check")

@@ -51,7 +51,8 @@ def parse_go(text: str) -> int:
     pos = 0
     while pos < len(text):
         match = _PART.match(text, pos)
-        whole, frac, unit = match.group(1), match.group(2), match.group(3)  # type: ignore[union-attr]
+        assert match is not None  # every part of the pattern is optional, so it always matches
+        whole, frac, unit = match.group(1), match.group(2), match.group(3)
         if not whole and not frac:
             raise DurationError(f"time: invalid duration {_quote(original)}")
         if not unit:
@@ -65,7 +66,7 @@ def parse_go(text: str) -> int:
         total += value
         if total > _MAX:
             raise DurationError(f"time: invalid duration {_quote(original)}")
-        pos = match.end()  # type: ignore[union-attr]
+        pos = match.end()
     return sign * total
 
 

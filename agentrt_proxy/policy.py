@@ -157,10 +157,12 @@ class Attempt:
     def from_tree(cls, value: Any) -> Attempt | None:
         if not isinstance(value, dict):
             return None
-        parts = [value.get(k) for k in ("run_id", "step_id", "started_at", "ended")]
-        if not all(isinstance(p, str) for p in parts):
+        run_id, step_id, started_at, ended = (value.get(k) for k in ("run_id", "step_id", "started_at", "ended"))
+        if not isinstance(run_id, str) or not isinstance(step_id, str):
             return None
-        return cls(*parts)
+        if not isinstance(started_at, str) or not isinstance(ended, str):
+            return None
+        return cls(run_id, step_id, started_at, ended)
 
 
 @dataclass(frozen=True)

@@ -87,7 +87,9 @@ class StatusReader:
     def _describe(self, entry: _Entry, approval: Approval, entries: list[_Entry], now_ns: int) -> str:
         request = attempts.loads(approval.request_json)
         request = request if isinstance(request, dict) else {}
-        spec = request.get("spec") if isinstance(request.get("spec"), dict) else {}
+        spec = request.get("spec")
+        if not isinstance(spec, dict):
+            spec = {}
         tool = str(spec.get("name", entry.row.tool))
         args = request.get("args", {})
         subject = prose.status_subject(approval.id, tool, canonical.policy_text(args))
@@ -147,7 +149,9 @@ class StatusReader:
             return prose.status_executed_unknown(last.attempt.ended, waiting)
         if obs.get("kind") == "tool_result":
             return prose.STATUS_EXECUTED_OK
-        content = obs.get("content") if isinstance(obs.get("content"), dict) else {}
+        content = obs.get("content")
+        if not isinstance(content, dict):
+            content = {}
         if content.get("failure") == "invalid_content":
             return prose.status_executed_unrecorded(attempts.error_text(obs))
         return prose.status_executed_failed(attempts.error_text(obs))
