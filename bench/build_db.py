@@ -38,7 +38,7 @@ def fmt(ns: int) -> str:
 
 def main(argv: list[str]) -> int:
     pyz, out = argv[0], argv[1]
-    opts = dict(zip(argv[2::2], argv[3::2]))
+    opts = dict(zip(argv[2::2], argv[3::2], strict=False))
     n = int(opts.get("-calls", 1_000_000))
     session = opts.get("-session", "bench")
     seed = opts.get("-seed")
@@ -68,7 +68,7 @@ def main(argv: list[str]) -> int:
         if row:
             policy_id = row[0]
         src.close()
-    tools_json = '["%s","%s"]' % (specs["up_echo"], specs["up_pay"])
+    tools_json = '["{}","{}"]'.format(specs["up_echo"], specs["up_pay"])
     rng = random.Random(8)
     now = time.time_ns()
     start = now - 30 * 86400 * 10**9 - 3600 * 10**9
@@ -102,7 +102,7 @@ def main(argv: list[str]) -> int:
                 args = '{"text":"prior call %d"}' % i
                 text = f"prior call {i}"
                 side, reason = "read_only", "side effect read_only is allow by policy"
-            content = '{"result":"%s"}' % text
+            content = f'{{"result":"{text}"}}'
             chash = hashlib.sha256(content.encode()).hexdigest()
             if not pay and read_keys and rng.random() < 0.1:
                 key = rng.choice(read_keys)
@@ -114,26 +114,24 @@ def main(argv: list[str]) -> int:
                         read_keys = read_keys[-5_000:]
             at0, at1, at2, at3 = fmt(t), fmt(t + 1_000_000), fmt(t + 2_000_000), fmt(t + 5_000_000)
             summary = f"up/{tool[3:]}: {len(content)} bytes"
-            decision = '{"kind":"tool_call","tool":"%s","args":%s,"origin":"model"}' % (tool, args)
-            policy = '{"outcome":"allow","reason":"%s"}' % reason
-            observation = ('{"kind":"tool_result","content":%s,"summary":"%s","content_hash":"%s"}'
-                           % (content, summary, chash))
+            decision = f'{{"kind":"tool_call","tool":"{tool}","args":{args},"origin":"model"}}'
+            policy = f'{{"outcome":"allow","reason":"{reason}"}}'
+            observation = (f'{{"kind":"tool_result","content":{content},"summary":"{summary}","content_hash":"{chash}"}}')
             runs.append((run_id, f"call {tool}", "COMPLETED", "goal_completed", "", LIMITS, 1, at0, at0, at3,
                          content, 0, 0, 0, 0, 0, 2, "", ""))
             steps.append((step_id, run_id, 0, "done", decision, policy, observation, chash, at2, at3,
                           specs[tool], policy_id))
             for step, at, type_, payload in (
-                ("", at0, "run.created", '{"goal":"call %s","limits":%s,"tools":%s}' % (tool, LIMITS, tools_json)),
+                ("", at0, "run.created", f'{{"goal":"call {tool}","limits":{LIMITS},"tools":{tools_json}}}'),
                 ("", at0, "run.started", "{}"),
                 (step_id, at1, "step.started", '{"index":0}'),
                 (step_id, at1, "step.decided",
-                 '{"args":%s,"kind":"tool_call","origin":"model","tool":"%s"}' % (args, tool)),
+                 f'{{"args":{args},"kind":"tool_call","origin":"model","tool":"{tool}"}}'),
                 (step_id, at1, "step.policy",
-                 '{"outcome":"allow","policy_id":"%s","reason":"%s","spec_hash":"%s"}' % (policy_id, reason,
-                                                                                          specs[tool])),
-                (step_id, at2, "step.tool_started", '{"args":%s,"tool":"%s"}' % (args, tool)),
+                 f'{{"outcome":"allow","policy_id":"{policy_id}","reason":"{reason}","spec_hash":"{specs[tool]}"}}'),
+                (step_id, at2, "step.tool_started", f'{{"args":{args},"tool":"{tool}"}}'),
                 (step_id, at3, "step.tool_finished",
-                 '{"content_hash":"%s","duration_ms":2,"summary":"%s","tool":"%s"}' % (chash, summary, tool)),
+                 f'{{"content_hash":"{chash}","duration_ms":2,"summary":"{summary}","tool":"{tool}"}}'),
                 ("", at3, "run.finished",
                  '{"detail":"","reason":"goal_completed","status":"COMPLETED","steps":1}'),
             ):
@@ -145,7 +143,7 @@ def main(argv: list[str]) -> int:
             if previous is not None:
                 if previous in position:  # its row is in this batch: write it closed
                     k = position[previous]
-                    calls[k] = calls[k][:7] + (0, t) + calls[k][9:]
+                    calls[k] = (*calls[k][:7], 0, t, *calls[k][9:])
                 else:
                     closes.append((t, previous))
             open_key_row[key] = call_id

@@ -16,7 +16,7 @@ import sys
 import threading
 
 pyz, log_path = sys.argv[1], sys.argv[2]
-sys.argv = [pyz] + sys.argv[3:]
+sys.argv = [pyz, *sys.argv[3:]]
 sys.path.insert(0, pyz)
 
 from agentrt_proxy import store  # noqa: E402

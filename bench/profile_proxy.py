@@ -15,7 +15,7 @@ import sys
 import threading
 
 pyz, out = sys.argv[1], sys.argv[2]
-sys.argv = [pyz] + sys.argv[3:]
+sys.argv = [pyz, *sys.argv[3:]]
 sys.path.insert(0, pyz)
 
 import anyio.to_thread  # noqa: E402

@@ -15,7 +15,6 @@ import argparse
 import json
 import os
 import platform
-import random
 import shutil
 import sqlite3
 import statistics
@@ -51,7 +50,7 @@ def pct(values: list[float], q: float) -> float:
     s = sorted(values)
     if not s:
         return float("nan")
-    k = max(0, min(len(s) - 1, int(round(q / 100 * len(s) + 0.5)) - 1))
+    k = max(0, min(len(s) - 1, round(q / 100 * len(s) + 0.5) - 1))
     return s[k]
 
 
@@ -187,7 +186,7 @@ def cold_starts(cfg: dict[str, Any], reps: int) -> dict[str, Any]:
     for r in range(reps):
         order = variants[r % len(variants):] + variants[: r % len(variants)]
         for chain, delay in order:
-            name = chain + (" (upstream +%gs)" % cfg["delay"] if delay else "")
+            name = chain + (" (upstream +{:g}s)".format(cfg["delay"]) if delay else "")
             cmd, env = chain_command(chain, cfg, delay=delay)
             t_init, t_list = cold_start_once(cmd, env)
             s = samples.setdefault(name, {"initialize": [], "tools_list": []})
@@ -295,7 +294,7 @@ async def sessions(cfg: dict[str, Any], args: argparse.Namespace) -> dict[str, A
         for name in names:
             chains.append(await open_chain(stack, name, cfg, errlog))
             log(f"  session open: {name}")
-        by = {c.name: c for c in chains}
+        {c.name: c for c in chains}
 
         def ok(name: str, result: Any) -> None:
             if result.is_error:
@@ -462,7 +461,7 @@ def report(res: dict[str, Any]) -> str:
     L: list[str] = []
     lat = res["latency_ms"]
     cs = res["cold_start_ms"]
-    d = res["delay_s"]
+    res["delay_s"]
     L.append(f"## Cold start (ms; process launch → answered; median of {res['args']['cold']}, raw stdio client)")
     L.append("")
     L.append("| chain | → `initialize` | → `tools/list` |")
@@ -574,8 +573,7 @@ def main() -> int:
                     "python_pyz": PY, "python_pyz_version": subprocess.run([PY, "-V"], capture_output=True,
                                                                           text=True).stdout.strip(),
                     "sqlite": sqlite3.sqlite_version},
-        "command": " ".join([os.path.relpath(sys.executable, REPO)] + [os.path.relpath(sys.argv[0], REPO)]
-                            + sys.argv[1:]),
+        "command": " ".join([os.path.relpath(sys.executable, REPO), os.path.relpath(sys.argv[0], REPO), *sys.argv[1:]]),
         "args": vars(args), "delay_s": args.delay, "prior_calls": cfg["prior_calls"],
     }
     log("SQLite floor ...")
