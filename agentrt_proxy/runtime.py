@@ -3,25 +3,32 @@
 Opening order (proxy-and-mcp-module §2.12): the database file check and the reach check
 (done by ``serve.command`` before anything starts), then every upstream connected and
 loaded while the store opens and migrates, then the database file check again.
+
+This module's own imports are light on purpose: the gate, the rules and jsonschema
+(~100 ms) are imported by ``open_runtime`` in a worker thread while the upstreams start.
 """
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from . import canonical, prose
-from .calls import CallRules, prose_answer
 from .cli import program_invocation
 from .config import Config, ConfigError, check_database_file
-from .gate import Clock, Gate, WallClock
 from .mcp import CallContext, JsonRpcError, RawJSON
 from .pinning import OpenError, OpenServers, open_servers
 from .policy import OfferedTool, ProxyPolicy
-from .status import StatusArgumentsError, StatusReader, parse_arguments
 from .store import Store, StoreError
+
+if TYPE_CHECKING:
+    from .gate import Clock
+
+# What the gate and the rules need, imported by ``open_runtime`` while the upstreams start.
+_HEAVY_MODULES = ("agentrt_proxy.gate_schema", "agentrt_proxy.calls", "agentrt_proxy.gate", "agentrt_proxy.status")
 
 
 def result_answer(content: Any) -> dict[str, Any]:
@@ -36,6 +43,10 @@ def result_answer(content: Any) -> dict[str, Any]:
 class Runtime:
     def __init__(self, config: Config, opened: OpenServers, store: Store, write_stderr: Callable[[str], Any],
                  shutting_down: anyio.Event, *, clock: Clock | None = None, hold_poll: float | None = None) -> None:
+        from .calls import CallRules
+        from .gate import Gate, WallClock
+        from .status import StatusReader
+
         self.config = config
         self.opened = opened
         self.store = store
@@ -81,6 +92,9 @@ class Runtime:
         return await self.rules.handle(tool, arguments_text, ctx)
 
     def _status(self, arguments_text: str | None) -> dict[str, Any]:
+        from .calls import prose_answer
+        from .status import StatusArgumentsError, parse_arguments
+
         try:
             approval_id = parse_arguments(arguments_text)
         except StatusArgumentsError as err:
@@ -98,9 +112,22 @@ class Runtime:
 
 async def open_runtime(config: Config, write_stderr: Callable[[str], Any], shutting_down: anyio.Event, *,
                        clock: Clock | None = None, hold_poll: float | None = None) -> Runtime:
+    """Start every upstream, open the store and import the gate, concurrently; then the runtime.
+
+    Why this order (the cold start, bench/RESULTS.md): an upstream's own start is the
+    longest wait, so the upstreams are spawned first, before the gate, the rules and
+    jsonschema are imported (~100 ms of CPU, in a worker thread meanwhile), and the store
+    opens alongside. Only each upstream's per-tool load checks (they import jsonschema
+    themselves, waiting for the import under way) and the gate's construction wait for
+    the imports.
+    """
     opened: OpenServers | None = None
     store: Store | None = None
     failure: BaseException | None = None
+
+    def import_heavy() -> None:
+        for name in _HEAVY_MODULES:
+            importlib.import_module(name)
 
     async def open_upstreams() -> None:
         nonlocal opened, failure
@@ -120,9 +147,17 @@ async def open_runtime(config: Config, write_stderr: Callable[[str], Any], shutt
         except (StoreError, ConfigError, OSError) as err:
             failure = failure or err
 
+    async def import_gate() -> None:
+        nonlocal failure
+        try:
+            await anyio.to_thread.run_sync(import_heavy)
+        except Exception as err:
+            failure = failure or err
+
     async with anyio.create_task_group() as tg:
-        tg.start_soon(open_upstreams)
+        tg.start_soon(open_upstreams)  # first: it spawns the upstream processes
         tg.start_soon(open_store)
+        tg.start_soon(import_gate)
     if failure is not None or opened is None or store is None:
         if opened is not None:
             await opened.aclose()

@@ -73,8 +73,8 @@ class Proxy:
         """Connect the upstreams and open the store; on failure, say why and stop serving."""
         opener = self.opener
         if opener is None:
-            # The runtime's imports (the gate, jsonschema: ~100 ms of CPU) run in a worker
-            # thread, so the event loop answers ``initialize`` meanwhile instead of after them.
+            # Imported in a worker thread, so the event loop answers ``initialize`` meanwhile.
+            # ``open_runtime`` orders the rest of the start-up: upstreams first (see there).
             module = await anyio.to_thread.run_sync(importlib.import_module, "agentrt_proxy.runtime")
             opener = module.open_runtime
         try:

@@ -18,10 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import anyio
-import jsonschema.exceptions
-import referencing.exceptions
 
-from . import canonical, gate_schema, prose, schema_form
+from . import canonical, prose, schema_form
 from .canonical import JSONBoundaryError, Number
 from .config import SIDE_EFFECTS, TOOL_NAME_PATTERN, Rule, ServerConfig
 from .durations import format_go
@@ -465,6 +463,13 @@ def _parse_schema(form: bytes) -> Any:
 
 def _accept(name: str, side_effect: str, timeout: int, restricted_text: str, schema: Any) -> Any:
     """The runtime's own acceptance of the tool spec (spec §1.11 check 13)."""
+    # Imported here, not at the top: jsonschema costs ~60 ms, and serving spawns the
+    # upstreams before it is loaded (runtime.open_runtime); only this check needs it.
+    import jsonschema.exceptions
+    import referencing.exceptions
+
+    from . import gate_schema
+
     if side_effect not in SIDE_EFFECTS:
         raise _Refusal(
             f"the runtime refuses it: tool {prose.go_quote(name)}: invalid side effect {prose.go_quote(side_effect)}"
