@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import sqlite3
 import threading
@@ -76,6 +77,7 @@ MSG_RUN_LEASED = "agentrt: run {run_id} is leased by {owner} until {until}"
 MSG_SEQ_GAP = "seq {seq} follows {prev}: an event is missing"
 MSG_FIRST_GAP = "the first event is seq {seq}: an event is missing"
 MSG_HASH_MISMATCH = "the stored hash is not the one the event's fields and the previous event's hash give"
+ERR_TX_FAILED = "agentrt: the write transaction was rolled back: a write inside it failed"
 # ---------------------------------------------------------------------------
 
 MAX_PAGE = 1000
@@ -126,13 +128,18 @@ class Raw(str):
 
 
 _GO_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+_GO_ESCAPE_RE = re.compile("[<>&\u2028\u2029]")
+
+
+def _go_escape(m: re.Match[str]) -> str:
+    return _GO_ESCAPES[m.group()]
 
 
 def _go_string(s: str) -> str:
     out = json.dumps(s, ensure_ascii=False)
-    if any(c in s for c in _GO_ESCAPES):
-        out = "".join(_GO_ESCAPES.get(c, c) for c in out)
-    return out
+    if _GO_ESCAPE_RE.search(out) is None:
+        return out
+    return _GO_ESCAPE_RE.sub(_go_escape, out)
 
 
 def go_json(value: Any) -> str:
@@ -494,6 +501,10 @@ class Store:
         self.readonly = readonly
         self._conn = conn
         self._lock = threading.RLock()
+        self._tx: Tx | None = None  # the open write transaction (only its thread holds _lock meanwhile)
+        self._tx_depth = 0
+        self._tx_failed: BaseException | None = None
+        self.commits = 0  # write transactions committed through write() (tests and the bench count them)
         self._lease_conn: sqlite3.Connection | None = None
         self._lease_lock = threading.Lock()
         from .store_index import CallIndex  # the index shares this store's connection and lock
@@ -561,17 +572,56 @@ class Store:
     # transactions -------------------------------------------------------------------
     @contextmanager
     def write(self) -> Iterator[Tx]:
-        """One IMMEDIATE transaction: everything inside commits together or not at all."""
+        """One IMMEDIATE transaction: everything inside commits together or not at all.
+
+        Re-entrant: a ``write()`` opened by the thread that already holds this store's
+        transaction joins it (the same ``Tx``; only the outermost block issues BEGIN
+        IMMEDIATE and COMMIT; reads on this store inside it see its uncommitted writes).
+        An inner block that raises marks the whole transaction failed and re-raises:
+        the outermost block then rolls everything back, even when a caller in between
+        caught the inner failure (the outermost block re-raises that failure on exit).
+        There are no partial commits and no savepoints."""
         if self.readonly:
             raise StoreError("agentrt: the store was opened read-only")
-        with self._lock:
+        with self._lock:  # an RLock: the owning thread re-enters it
+            outer = self._tx
+            if outer is not None:  # only the owning thread can hold the lock while a transaction is open
+                if self._tx_failed is not None:
+                    raise StoreError(ERR_TX_FAILED) from self._tx_failed
+                self._tx_depth += 1
+                try:
+                    yield outer
+                except BaseException as exc:
+                    if self._tx_failed is None:
+                        self._tx_failed = exc
+                    raise
+                finally:
+                    self._tx_depth -= 1
+                return
             self._conn.execute("BEGIN IMMEDIATE")
+            tx = Tx(self._conn)
+            self._tx, self._tx_depth, self._tx_failed = tx, 1, None
             try:
-                yield Tx(self._conn)
+                yield tx
             except BaseException:
+                self._end_tx()
                 self._conn.execute("ROLLBACK")
                 raise
-            self._conn.execute("COMMIT")
+            failed = self._tx_failed
+            self._end_tx()
+            if failed is not None:
+                self._conn.execute("ROLLBACK")
+                raise StoreError(ERR_TX_FAILED) from failed
+            try:
+                self._conn.execute("COMMIT")
+            except BaseException:
+                if self._conn.in_transaction:
+                    self._conn.execute("ROLLBACK")
+                raise
+            self.commits += 1
+
+    def _end_tx(self) -> None:
+        self._tx, self._tx_depth, self._tx_failed = None, 0, None
 
     @contextmanager
     def read(self) -> Iterator[sqlite3.Connection]:
