@@ -108,6 +108,7 @@ ERR_LIMITS = "agentrt: limits need max_steps, max_consecutive_tool_failures and 
 RECORD_GRACE_S = 5.0  # a tool is bounded by its spec's timeout plus this, as a safety net
 
 CallTool = Callable[[ToolRequest], Awaitable[outcomes.ToolOutcome]]
+OnRecorded = Callable[[Observation], None]
 
 
 class Clock(Protocol):
@@ -156,6 +157,8 @@ class Gate:
         suffix = new_id()
         self.owner = f"{lease_owner}/{suffix[:12]}" if lease_owner else suffix
         self._active: set[str] = set()
+        # (hash, recorded JSON) of each tool, computed once: begin and propose write them
+        self._spec_rows = {name: (spec.spec_hash(), go_json(spec.tree())) for name, spec in self.tools.items()}
 
     # opening sessions ----------------------------------------------------------------
     def begin(self, run_id: str, goal: str, limits: Limits) -> Session:
@@ -164,9 +167,9 @@ class Gate:
         now = fmt(self.clock.now_ns())
         with self.store.write() as tx:
             tx.insert_run(run_id, goal, limits.json(), now, self.owner, self.lease_expiry())
-            tools = [spec.spec_hash() for spec in self.tools.values()]
-            for spec in self.tools.values():
-                tx.put_spec(spec.spec_hash(), go_json(spec.tree()))
+            tools = [spec_hash for spec_hash, _ in self._spec_rows.values()]
+            for spec_hash, spec_json in self._spec_rows.values():
+                tx.put_spec(spec_hash, spec_json)
             tx.append(run_id, "", now, "run.created", {"goal": goal, "limits": _raw(limits.json()), "tools": tools})
             tx.append(run_id, "", now, "run.started", None)
         return self._session(run_id, limits)
@@ -188,6 +191,13 @@ class Gate:
     def spec(self, name: str) -> ToolSpec | None:
         return self.tools.get(name)
 
+    def spec_row(self, spec: ToolSpec) -> tuple[str, str]:
+        """The spec's hash and recorded JSON (cached for the registered specs)."""
+        row = self._spec_rows.get(spec.name)
+        if row is not None and self.tools.get(spec.name) is spec:
+            return row
+        return spec.spec_hash(), go_json(spec.tree())
+
 
 def _raw(text: str) -> Any:
     from .store import Raw
@@ -205,6 +215,7 @@ class Session:
         self._decided = False
         self._over = False
         self._lease_lost = False
+        self._started = False  # start_tool() wrote the step's start for the allowed proposal
 
     # helpers ------------------------------------------------------------------------
     @property
@@ -258,9 +269,11 @@ class Session:
                 return None
             tx.claim_step(self.run_id, run.step_count, self.gate.owner, step_id, now)
             tx.append(self.run_id, step_id, now, "step.started", {"index": run.step_count})
-        self.current = self.store.steps_of(self.run_id)[-1]
+        # The row claim_step just inserted (the other columns take their defaults).
+        self.current = Step(step_id, self.run_id, run.step_count, DECIDING, "", "", "", "", now, "", "", "")
         self._decided = False
         self._proposal = None
+        self._started = False
         return self.current
 
     def _limit_reached(self, tx: Tx, run: Run, now: str) -> bool:
@@ -299,12 +312,12 @@ class Session:
         now = fmt(now_ns)
         rec = record_decision(decision)
         spec = self.gate.spec(decision.tool) if decision.kind == "tool_call" else None
-        spec_hash = spec.spec_hash() if spec is not None else ""
+        spec_hash, spec_json = self.gate.spec_row(spec) if spec is not None else ("", "")
         with self.store.write() as tx:
             self._check_lease(tx.run(self.run_id))
             tx.update_step(step.id, expect=DECIDING, decision_json=go_json(rec.tree), spec_hash=spec_hash)
             if spec is not None:
-                tx.put_spec(spec_hash, go_json(spec.tree()))
+                tx.put_spec(spec_hash, spec_json)
             tx.append(self.run_id, step.id, now, "step.decided", rec.tree)
         self._decided = True
         error = _validation_error(decision, rec.error, spec, rec.args)
@@ -404,7 +417,7 @@ class Session:
         tx.update_step(step.id, expect=expect, policy_json=go_json(prop.decision.tree()),
                        policy_id=self.gate.policy_id, **extra)
         record_policy(tx, step, prop.decision, fmt(prop.at_ns), policy_id=self.gate.policy_id,
-                      spec_hash=prop.request.spec.spec_hash(), view=prop.view)
+                      spec_hash=self.gate.spec_row(prop.request.spec)[0], view=prop.view)
 
     def resume_running(self, tx: Tx, at: str, payload: dict[str, Any]) -> None:
         """WAITING → RUNNING under this gate's lease, with run.resumed."""
@@ -413,15 +426,32 @@ class Session:
         tx.append(self.run_id, "", at, "run.resumed", payload)
 
     # execute ------------------------------------------------------------------------
-    async def execute(self, call_tool: CallTool) -> Verdict:
+    def start_tool(self) -> None:
+        """Commit (or, inside a caller's open ``store.write()``, join) the record that the
+        allowed request's tool is starting: step.policy and step.tool_started, after the
+        lease check (and, for a grant, its expiry check). ``execute`` then skips it. The
+        caller must not call the tool before this write has committed."""
+        self._require_open()
+        prop = self._proposal
+        if prop is None or self.current is None or self._started:
+            raise RunStateError(ERR_NOT_ALLOWED.format(run_id=self.run_id))
+        step = self.current
+        self._guard(lambda: self._start_tool(step, prop))
+        self._started = True
+
+    async def execute(self, call_tool: CallTool, on_recorded: OnRecorded | None = None) -> Verdict:
         """Run exactly the allowed request once and record its outcome, even if the caller
-        is cancelled meanwhile (the recording is shielded)."""
+        is cancelled meanwhile (the recording is shielded). ``on_recorded(observation)``
+        runs inside the recording's transaction, after the gate's own writes: what it
+        writes commits with the outcome or not at all (if it raises, nothing is recorded
+        and ``execute`` raises)."""
         self._require_open()
         prop = self._proposal
         if prop is None or self.current is None:
             raise RunStateError(ERR_NOT_ALLOWED.format(run_id=self.run_id))
         step = self.current
-        await anyio.to_thread.run_sync(self._guard, lambda: self._start_tool(step, prop))
+        if not self._started:
+            await anyio.to_thread.run_sync(self.start_tool)
         started = time.monotonic()
         try:
             outcome = await self._call_with_heartbeat(call_tool, prop.request)
@@ -430,7 +460,7 @@ class Session:
                                           "failure": "cancelled"},
                           SUMMARY_CANCELLED.format(tool=prop.request.spec.name, error="cancelled"))
             with anyio.CancelScope(shield=True):
-                await anyio.to_thread.run_sync(self._record, step, prop, obs, _ms(started))
+                await anyio.to_thread.run_sync(self._record, step, prop, obs, _ms(started), on_recorded)
             raise
         except Exception as exc:  # the caller's tool failed unexpectedly: a recorded failure
             name = prop.request.spec.name
@@ -438,7 +468,7 @@ class Session:
         else:
             obs = observation_from_outcome(prop.request.spec.name, outcome)
         with anyio.CancelScope(shield=True):
-            return await anyio.to_thread.run_sync(self._record, step, prop, obs, _ms(started))
+            return await anyio.to_thread.run_sync(self._record, step, prop, obs, _ms(started), on_recorded)
 
     def _start_tool(self, step: Step, prop: _Proposal) -> None:
         now_ns = self.gate.clock.now_ns()
@@ -455,7 +485,7 @@ class Session:
             else:
                 self._check_lease(tx.run(self.run_id))
             self._record_policy_row(tx, step, prop, expect=(DECIDING, AWAITING), status=EXECUTING,
-                                    started_at=now, spec_hash=prop.request.spec.spec_hash())
+                                    started_at=now, spec_hash=self.gate.spec_row(prop.request.spec)[0])
             payload: dict[str, Any] = {"tool": prop.request.spec.name, "args": prop.request.args}
             if grant is not None:
                 payload["approval_id"] = grant.id
@@ -488,7 +518,8 @@ class Session:
                 self._lease_lost = True
                 return
 
-    def _record(self, step: Step, prop: _Proposal, obs: Observation, duration_ms: int) -> Verdict:
+    def _record(self, step: Step, prop: _Proposal, obs: Observation, duration_ms: int,
+                on_recorded: OnRecorded | None = None) -> Verdict:
         now = fmt(self.gate.clock.now_ns())
         name = prop.request.spec.name
         terminal_done = not obs.failure and prop.request.spec.terminal
@@ -513,8 +544,20 @@ class Session:
             elif terminal_done:
                 finish_run(tx, self.run_id, expect=RUNNING, owner=self.gate.owner, status=COMPLETED,
                            reason="goal_completed", detail="", at=now, result_json=go_json(obs.content))
-        self.current = None
-        self._proposal = None
+            self.current = None  # the hook may open the run's next step (the proxy's closing decision)
+            self._proposal = None
+            self._started = False
+            if on_recorded is not None:
+                try:
+                    on_recorded(obs)
+                except BaseException:
+                    # Nothing is recorded (the transaction rolls back): the step is still this
+                    # session's, to release with close().
+                    self.current, self._proposal, self._started = step, prop, True
+                    if self._over:
+                        self._over = False
+                        self.gate._active.add(self.run_id)
+                    raise
         if terminal_done:
             self._end()
             return Verdict(ENDED, observation=obs, run=self.store.get_run(self.run_id))
