@@ -23,7 +23,18 @@ from .attempts import INTERRUPTED_SIDE_EFFECT, OUTCOME_KNOWN, OUTCOME_NONE, OUTC
 from .config import Config
 from .durations import SECOND, format_go, format_time_seconds, parse_time, wall_ns
 from .gate import Clock, Gate, Session
-from .gate_model import ALLOWED, DENIED, ENDED, PENDING, TERMINAL, WAITING, Decision, Verdict, proxy_limits
+from .gate_model import (
+    ALLOWED,
+    DENIED,
+    ENDED,
+    PENDING,
+    TERMINAL,
+    WAITING,
+    Decision,
+    Observation,
+    Verdict,
+    proxy_limits,
+)
 from .mcp import CallContext
 from .outcomes import ToolOutcome
 from .policy import Attempt, ProxyPolicy, ToolRequest
@@ -384,60 +395,92 @@ class CallRules:
     def _new_run_id(self) -> str:
         return f"{self.session}.{secrets.token_hex(8)}"
 
-    def _claim(self, tool: Any, key: str | None, run_id: str, prev: ProxyCall | None) -> Step:
+    def _open_run(self, tool: Any, key: str | None, run_id: str, arguments_text: str | None, *, origin: str,
+                  rerun: Attempt | None, reuse: ProxyCall | None, prev: ProxyCall | None,
+                  start: bool) -> tuple[Session, Verdict] | Step:
+        """Claim the index row (unless ``reuse``), begin the run, open its step and propose the
+        call, all in ONE write transaction (docs/decisions/0005). With ``start``, an allowed
+        proposal also writes its start (``Session.start_tool``) and a denied one the proxy's
+        closing decision and the row's settlement, in the same transaction. Anything failing
+        inside rolls the whole back and discards the session: a lost race answers Retry,
+        anything else UNAVAILABLE."""
+        session: Session | None = None
+        stage = "claim"
         try:
-            self.index.claim(self.session, key or f"invalid:{run_id}", tool.name, tool.side_effect, run_id,
-                             prev.id if prev is not None else None, self.clock.now_ns())
+            with self.store.write():
+                if reuse is None:
+                    self.index.claim(self.session, key or f"invalid:{run_id}", tool.name, tool.side_effect, run_id,
+                                     prev.id if prev is not None else None, self.clock.now_ns())
+                stage = "begin"
+                session = self.gate.begin(run_id, f"call {tool.name}", self.limits)
+                stage = "step"
+                if reuse is not None:
+                    # A reused row may have been settled as empty by another process before
+                    # the run existed; a row claimed in this transaction cannot have been.
+                    self.index.unsettle(run_id)
+                if session.step() is None:  # a limit ended the run at once: commit that
+                    session.close()
+                    return prose_answer(prose.unavailable(prose.COULD_NOT_START))
+                stage = "propose"
+                verdict = self._propose_now(session, tool, arguments_text, origin, rerun)
+                stage = "start"
+                if start and verdict.outcome == ALLOWED:
+                    session.start_tool()
+                elif start and verdict.outcome == DENIED:
+                    self._close_run_now(session, self._closing_of_denied(verdict))
         except ClaimLost:
+            self._discard(session)
             return Retry()
-        except StoreError as err:
-            self._log_error(f"{tool.name}: {err}")
-            return prose_answer(prose.unavailable(prose.COULD_NOT_RECORD))
-        return None
+        except Exception as err:
+            self._discard(session)
+            if stage == "begin" and self._run(run_id) is not None:
+                return Retry()  # another process began this run first
+            if stage != "begin" and not isinstance(err, StoreError):
+                raise
+            if stage == "claim":
+                self._log_error(f"{tool.name}: {err}")
+                return prose_answer(prose.unavailable(prose.COULD_NOT_RECORD))
+            self._log_error(f"run {run_id}: {err}")
+            return prose_answer(prose.unavailable(
+                prose.COULD_NOT_RECORD if stage == "propose" else prose.COULD_NOT_START))
+        except BaseException:
+            self._discard(session)
+            raise
+        return session, verdict
 
-    def _start(self, tool: Any, run_id: str) -> Session | Step:
-        try:
-            session = self.gate.begin(run_id, f"call {tool.name}", self.limits)
-        except (StoreError, Exception) as err:
-            if self._run(run_id) is not None:
-                return Retry()
-            self._log_error(f"run {run_id}: {err}")
-            return prose_answer(prose.unavailable(prose.COULD_NOT_START))
-        try:
-            self.index.unsettle(run_id)
-            step = session.step()
-        except StoreError as err:
-            self._log_error(f"run {run_id}: {err}")
-            session.close()
-            return prose_answer(prose.unavailable(prose.COULD_NOT_START))
-        if step is None:
-            session.close()
-            return prose_answer(prose.unavailable(prose.COULD_NOT_START))
-        return session
+    def _discard(self, session: Session | None) -> None:
+        """Forget a session whose writes were rolled back (no write of its own)."""
+        if session is not None:
+            session._end()
 
     def _begin(self, tool: Any, key: str | None, arguments_text: str | None, *, prior: Attempt | None,
                reuse: ProxyCall | None, prev: ProxyCall | None) -> Step:
         run_id = reuse.run_id if reuse is not None else self._new_run_id()
-        if reuse is None:
-            claimed = self._claim(tool, key, run_id, prev)
-            if claimed is not None:
-                return claimed
-        started = self._start(tool, run_id)
-        if not isinstance(started, Session):
-            return started
-        session = started
-        verdict = self._propose(session, tool, arguments_text, "model", prior)
-        if verdict is None:
-            return prose_answer(prose.unavailable(prose.COULD_NOT_RECORD))
+        opened = self._open_run(tool, key, run_id, arguments_text, origin="model", rerun=prior, reuse=reuse,
+                                prev=prev, start=True)
+        if not isinstance(opened, tuple):
+            return opened
+        session, verdict = opened
         if verdict.outcome == ALLOWED:
             return Execute(session)
         if verdict.outcome == PENDING and verdict.approval is not None:
             self._operator_hint(verdict.approval, tool.name)
             return Pending(verdict.approval, run_id)
         if verdict.outcome == DENIED:
-            return self._denied(session, verdict)
+            return self._denied_answer(verdict)  # closed and settled in the same transaction
         run = self._run(run_id)
         return prose_answer(prose.denied(run.reason_detail if run is not None else "the run ended"))
+
+    def _propose_now(self, session: Session, tool: Any, arguments_text: str | None, origin: str,
+                     rerun: Attempt | None) -> Verdict:
+        """Propose the call; a failure raises (the caller's transaction rolls back)."""
+        if rerun is not None:
+            self.policy.mark_rerun(session.run_id, rerun)
+        try:
+            return session.propose(Decision(kind="tool_call", tool=tool.name, args=arguments_text, origin=origin))
+        finally:
+            if rerun is not None:
+                self.policy.forget_rerun(session.run_id)
 
     def _propose(self, session: Session, tool: Any, arguments_text: str | None, origin: str,
                  rerun: Attempt | None) -> Verdict | None:
@@ -454,11 +497,19 @@ class CallRules:
                 self.policy.forget_rerun(session.run_id)
 
     def _denied(self, session: Session, verdict: Verdict) -> Answer:
+        self._close_run(session, self._closing_of_denied(verdict))
+        return self._denied_answer(verdict)
+
+    @staticmethod
+    def _closing_of_denied(verdict: Verdict) -> str:
         obs = verdict.observation
-        invalid = obs is not None and obs.kind == "invalid_decision"
-        self._close_run(session, CLOSE_INVALID if invalid else CLOSE_DENIED)
+        return CLOSE_INVALID if obs is not None and obs.kind == "invalid_decision" else CLOSE_DENIED
+
+    @staticmethod
+    def _denied_answer(verdict: Verdict) -> Answer:
+        obs = verdict.observation
         content = obs.content if obs is not None and isinstance(obs.content, dict) else {}
-        if invalid:
+        if obs is not None and obs.kind == "invalid_decision":
             return prose_answer(prose.invalid(str(content.get("error", ""))))
         return prose_answer(prose.denied(str(content.get("reason", ""))))
 
@@ -472,6 +523,12 @@ class CallRules:
             session.close()
         self._settle_run(session.run_id)
 
+    def _close_run_now(self, session: Session, message: str) -> None:
+        """``_close_run`` inside the caller's transaction: a failure raises (and rolls it back)."""
+        session.fail(message)
+        session.close()
+        self._settle_run_now(session.run_id)
+
     # ============================================================== executing
 
     async def _execute(self, tool: Any, execute: Execute) -> dict[str, Any]:
@@ -480,8 +537,20 @@ class CallRules:
         async def call_upstream(request: ToolRequest) -> ToolOutcome:
             return await tool.call(canonical.policy_text(request.args))
 
+        closed: list[str] = []
+
+        def on_recorded(obs: Observation) -> None:
+            # Inside the transaction that records the outcome (docs/decisions/0005): a known
+            # outcome settles the row, and a known tool error also gets the proxy's closing decision.
+            if obs.kind == "tool_result":
+                self._settle_run_now(session.run_id)
+            elif obs.kind == "tool_error" and self._unknown_ending(tool, obs) is None:
+                message = CLOSE_UNRECORDED if self._unrecorded(tool, obs) else CLOSE_ERROR
+                self._close_run_now(session, message)
+                closed.append(message)
+
         try:
-            verdict = await session.execute(call_upstream)
+            verdict = await session.execute(call_upstream, on_recorded)
         except ApprovalExpired as err:
             until = format_time_seconds(self.clock.now_ns() + tool.repeat_window)
             self._settle_run(session.run_id)
@@ -497,24 +566,32 @@ class CallRules:
             session.close()
             return prose_answer(prose.unavailable(prose.OUTCOME_NOT_RECORDED)).result
         if obs.kind == "tool_result":
-            session.close()
-            self._settle_run(session.run_id)
+            session.close()  # the row was settled with the outcome
             return self.result_answer(obs.content)
         if obs.kind != "tool_error":
             session.close()
             return prose_answer(prose.unavailable(prose.OUTCOME_NOT_RECORDED)).result
         content = obs.content if isinstance(obs.content, dict) else {}
-        ended = attempts.classify_tool_error(obs.tree(), tool.side_effect == READ_ONLY,
-                                             lambda text: self._is_known_answer(tool, text))
-        if ended is not None:
-            async with self.lock:
-                return await anyio.to_thread.run_sync(self._rerun, tool, session, ended, str(content.get("error", "")))
-        if tool.side_effect != READ_ONLY and content.get("failure") == "invalid_content":
-            await anyio.to_thread.run_sync(self._close_run, session, CLOSE_UNRECORDED)
+        if not closed:
+            ended = self._unknown_ending(tool, obs)
+            if ended is not None:
+                async with self.lock:
+                    return await anyio.to_thread.run_sync(self._rerun, tool, session, ended,
+                                                          str(content.get("error", "")))
+        if closed == [CLOSE_UNRECORDED]:
             return prose_answer(prose.unrecorded(str(content.get("error", "")), tool.repeat_window)).result
-        await anyio.to_thread.run_sync(self._close_run, session, CLOSE_ERROR)
         text = prose.error_result(str(content.get("error", "")))
         return {"content": [{"type": "text", "text": text}], "isError": True}
+
+    def _unknown_ending(self, tool: Any, obs: Observation) -> str | None:
+        """How a tool error's call ended when its outcome is unknown; None for a known failure."""
+        return attempts.classify_tool_error(obs.tree(), tool.side_effect == READ_ONLY,
+                                            lambda text: self._is_known_answer(tool, text))
+
+    @staticmethod
+    def _unrecorded(tool: Any, obs: Observation) -> bool:
+        content = obs.content if isinstance(obs.content, dict) else {}
+        return tool.side_effect != READ_ONLY and content.get("failure") == "invalid_content"
 
     def _rerun(self, tool: Any, session: Session, ended: str, error: str) -> dict[str, Any]:
         """A call that may have taken effect: in the same run, ask an operator whether the
@@ -560,13 +637,12 @@ class CallRules:
                                 f"{run.id} has not finished")
                 return None
         run_id = self._new_run_id()
-        if self._claim(tool, key, run_id, open_row) is not None:
+        opened = self._open_run(tool, key, run_id, args_text, origin="operator", rerun=attempt, reuse=None,
+                                prev=open_row, start=False)
+        if not isinstance(opened, tuple):
             return None
-        started = self._start(tool, run_id)
-        if not isinstance(started, Session):
-            return None
-        verdict = self._propose(started, tool, args_text, "operator", attempt)
-        if verdict is not None and verdict.outcome == PENDING and verdict.approval is not None:
+        started, verdict = opened
+        if verdict.outcome == PENDING and verdict.approval is not None:
             self._operator_hint(verdict.approval, tool.name)
             return verdict.approval
         self._log_error(f"run {run_id}: asking again about an unknown outcome: no approval was opened")
@@ -627,13 +703,17 @@ class CallRules:
     def _settle_run(self, run_id: str) -> None:
         """Cache a finished run's outcome on its row, so later calls need not read it again."""
         try:
-            row = self.index.by_run(run_id)
-            run = self._run(run_id)
-            if row is None or run is None or run.status not in TERMINAL:
-                return
-            self._settle(row, self._last_attempt(self.tools.get(row.tool), run))
+            self._settle_run_now(run_id)
         except StoreError as err:
             self._log_error(f"run {run_id}: {err}")
+
+    def _settle_run_now(self, run_id: str) -> None:
+        """``_settle_run`` without the log: inside a transaction, a failure must roll it back."""
+        row = self.index.by_run(run_id)
+        run = self._run(run_id)
+        if row is None or run is None or run.status not in TERMINAL:
+            return
+        self._settle(row, self._last_attempt(self.tools.get(row.tool), run))
 
     def _recorded_args(self, run: Run) -> str:
         for step in self.store.steps_of(run.id):
