@@ -14,7 +14,7 @@ from __future__ import annotations
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
 
@@ -53,7 +53,7 @@ CLOSE_TAKEN_OVER = "one call per run: taken over after an interruption, with not
 CLOSE_UNRECORDED = "one call per run: the tool call executed and its result could not be recorded"
 
 
-class OfferedTool:
+class OfferedTool(Protocol):
     """What the rules need of a registered tool (``tools.LoadedTool`` provides it)."""
 
     name: str
@@ -304,8 +304,8 @@ class CallRules:
         obs = attempts.observation(step)
         if obs.get("kind") == "tool_result":
             return prose.duplicate_succeeded(attempts.result_text(obs))
-        content = obs.get("content") if isinstance(obs.get("content"), dict) else {}
-        if content.get("failure") == "invalid_content":
+        content = obs.get("content")
+        if isinstance(content, dict) and content.get("failure") == "invalid_content":
             return prose.duplicate_unrecorded(attempts.error_text(obs))
         return prose.duplicate_failed(attempts.error_text(obs))
 

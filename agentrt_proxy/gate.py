@@ -468,7 +468,10 @@ class Session:
         else:
             obs = observation_from_outcome(prop.request.spec.name, outcome)
         with anyio.CancelScope(shield=True):
-            return await anyio.to_thread.run_sync(self._record, step, prop, obs, _ms(started), on_recorded)
+            verdict: Verdict = await anyio.to_thread.run_sync(
+                self._record, step, prop, obs, _ms(started), on_recorded
+            )
+        return verdict
 
     def _start_tool(self, step: Step, prop: _Proposal) -> None:
         now_ns = self.gate.clock.now_ns()
@@ -495,13 +498,15 @@ class Session:
         bound = request.spec.timeout / 1e9 + RECORD_GRACE_S
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._heartbeat)
+            outcome: outcomes.ToolOutcome
             try:
                 with anyio.fail_after(bound):
-                    return await call_tool(request)
+                    outcome = await call_tool(request)
             except TimeoutError:
-                return outcomes.NoAnswer("timeout", f"{request.spec.name}: no outcome within {bound:g}s")
+                outcome = outcomes.NoAnswer("timeout", f"{request.spec.name}: no outcome within {bound:g}s")
             finally:
                 tg.cancel_scope.cancel()
+        return outcome
 
     async def _heartbeat(self) -> None:
         period = self.gate.lease_ttl / 3 / 1e9

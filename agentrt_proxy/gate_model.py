@@ -219,12 +219,12 @@ def observation_from_outcome(tool: str, outcome: outcomes.ToolOutcome) -> Observ
     if isinstance(outcome, outcomes.RpcError):
         return tool_error(tool, ERR_RPC.format(tool=tool, code=outcome.code, message=outcome.message), "error")
     if isinstance(outcome, outcomes.Refused):
-        content: dict[str, Any] = {"tool": tool, "error": outcome.reason, "failure": "invalid_content"}
+        refused: dict[str, Any] = {"tool": tool, "error": outcome.reason, "failure": "invalid_content"}
         try:
-            content["content"] = outcome.raw.decode("utf-8")
+            refused["content"] = outcome.raw.decode("utf-8")
         except UnicodeDecodeError:
-            content["content_base64"] = base64.b64encode(outcome.raw).decode("ascii")
-        return observe("tool_error", content, SUMMARY_INVALID_CONTENT.format(tool=tool, reason=outcome.reason))
+            refused["content_base64"] = base64.b64encode(outcome.raw).decode("ascii")
+        return observe("tool_error", refused, SUMMARY_INVALID_CONTENT.format(tool=tool, reason=outcome.reason))
     raise TypeError(f"not a tool outcome: {type(outcome).__name__}")
 
 

@@ -110,7 +110,8 @@ class Proxy:
         try:
             # The gate's work must not be cut short by the host: only the hold listens to it.
             with anyio.CancelScope(shield=True):
-                return await self.runtime.call(name, arguments_text, ctx)
+                result: dict[str, Any] = await self.runtime.call(name, arguments_text, ctx)
+            return result
         finally:
             self.in_flight -= 1
             if self.in_flight == 0:

@@ -17,7 +17,7 @@ import anyio
 import anyio.abc
 
 from agentrt_proxy.durations import format_go
-from agentrt_proxy.outcomes import NoAnswer, Refused, RpcError, ToolOutcome
+from agentrt_proxy.outcomes import NoAnswer, NoAnswerKind, Refused, RpcError, ToolOutcome
 
 from . import jsonrpc
 from .errors import ConnectError, McpError, SessionClosed, TransportError, escape, go_quote
@@ -299,7 +299,7 @@ class Connection:
                     self._tg.start_soon(self._cancel_upstream, msg_id, timeout_ns)
             return NoAnswer("timeout", f"{prefix}: timed out after {format_go(timeout_ns)}")
         if pending.failure is not None:
-            kind = "dropped" if isinstance(pending.failure, SessionClosed) else "protocol"
+            kind: NoAnswerKind = "dropped" if isinstance(pending.failure, SessionClosed) else "protocol"
             return NoAnswer(kind, f"{prefix}: {escape(str(pending.failure))}")
         answer = pending.answer
         if isinstance(answer, ErrorResponse):

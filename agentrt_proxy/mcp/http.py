@@ -345,9 +345,13 @@ class HTTPTransport:
                 conn.close()
 
     def _delete(self) -> None:
-        cls = http.client.HTTPSConnection if self._https else http.client.HTTPConnection
-        kwargs = {"context": ssl.create_default_context()} if self._https else {}
-        conn = cls(self._host, self._port, timeout=DELETE_TIMEOUT, **kwargs)  # type: ignore[arg-type]
+        conn: http.client.HTTPConnection
+        if self._https:
+            conn = http.client.HTTPSConnection(
+                self._host, self._port, timeout=DELETE_TIMEOUT, context=ssl.create_default_context()
+            )
+        else:
+            conn = http.client.HTTPConnection(self._host, self._port, timeout=DELETE_TIMEOUT)
         try:
             conn.request("DELETE", self._path, headers=self._request_headers(False))
             conn.getresponse().read()  # 405 (no session deletion) is fine too

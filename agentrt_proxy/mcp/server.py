@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -204,7 +204,7 @@ class ServerSession:
         self,
         msg: Request | Notification | Response | ErrorResponse | Invalid,
         tg: anyio.abc.TaskGroup,
-        start: Callable[[Request], Awaitable[None]],
+        start: Callable[[Request], Coroutine[Any, Any, None]],
     ) -> dict[str, Any] | None:
         """Handle one message; return an immediate answer, or start a task for a request."""
         if isinstance(msg, Invalid):
