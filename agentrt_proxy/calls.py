@@ -38,7 +38,18 @@ from .gate_model import (
 from .mcp import CallContext
 from .outcomes import ToolOutcome
 from .policy import Attempt, ProxyPolicy, ToolRequest
-from .store import Approval, ApprovalExpired, LeaseLost, NotFound, Run, RunLeased, RunStateError, Store, StoreError
+from .store import (
+    Approval,
+    ApprovalExpired,
+    LeaseLost,
+    NotFound,
+    Run,
+    RunLeased,
+    RunStateError,
+    Store,
+    StoreError,
+    WouldBlock,
+)
 from .store_index import ClaimLost, ProxyCall
 
 READ_ONLY = "read_only"
@@ -90,6 +101,7 @@ class Retry:
 
 
 Step = Answer | Execute | Pending | Retry | None
+WOULD_BLOCK = object()  # _decide_inline: decide again in a worker thread
 
 
 def prose_answer(text: str) -> Answer:
@@ -146,7 +158,9 @@ class CallRules:
         held = False
         for _ in range(MAX_DECIDES):
             async with self.lock:
-                step = await anyio.to_thread.run_sync(self._decide_safely, tool, key, arguments_text)
+                step = self._decide_inline(tool, key, arguments_text)
+                if step is WOULD_BLOCK:
+                    step = await anyio.to_thread.run_sync(self._decide_safely, tool, key, arguments_text)
             if isinstance(step, Answer):
                 return step.result
             if isinstance(step, Execute):
@@ -159,6 +173,23 @@ class CallRules:
                 return prose_answer(pending_text(step.approval)).result
             # Retry: the call lost a race; read again.
         return prose_answer(prose.in_progress()).result
+
+    def _decide_inline(self, tool: Any, key: str | None, arguments_text: str | None) -> Step | object:
+        """Decide on the event loop when nothing makes that wait: the store is free in this
+        process and no other connection holds the write lock at a BEGIN (``Store.nowait``).
+        A worker-thread hop costs ~0.15 ms and GIL hand-offs per call; the decision's own
+        SQLite work is short (reads under WAL never wait on writers; its COMMIT is one
+        fsync, which a thread would only have waited for too). Otherwise ``WOULD_BLOCK``:
+        the caller decides again in a worker thread, which may wait up to the busy timeout.
+        A write refused that way wrote nothing, and a decision is always safe to make again
+        (as after a lost race: each one reads the index afresh)."""
+        with self.store.nowait() as free:
+            if not free:
+                return WOULD_BLOCK
+            try:
+                return self._decide_safely(tool, key, arguments_text)
+            except WouldBlock:
+                return WOULD_BLOCK
 
     def _decide_safely(self, tool: Any, key: str | None, arguments_text: str | None) -> Step:
         try:

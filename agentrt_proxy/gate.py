@@ -90,6 +90,7 @@ from .store import (
     Store,
     StoreError,
     Tx,
+    WouldBlock,
     go_json,
     new_id,
 )
@@ -467,11 +468,25 @@ class Session:
             obs = observe("tool_error", {"tool": name, "error": f"panic: {exc}"}, SUMMARY_PANIC.format(tool=name))
         else:
             obs = observation_from_outcome(prop.request.spec.name, outcome)
+        duration_ms = _ms(started)
         with anyio.CancelScope(shield=True):
-            verdict: Verdict = await anyio.to_thread.run_sync(
-                self._record, step, prop, obs, _ms(started), on_recorded
-            )
+            inline = self._record_inline(step, prop, obs, duration_ms, on_recorded)
+            verdict: Verdict = inline if inline is not None else await anyio.to_thread.run_sync(
+                self._record, step, prop, obs, duration_ms, on_recorded)
         return verdict
+
+    def _record_inline(self, step: Step, prop: _Proposal, obs: Observation, duration_ms: int,
+                       on_recorded: OnRecorded | None) -> Verdict | None:
+        """``_record`` on the event loop when nothing makes it wait (``Store.nowait``; the
+        reason is in ``calls.CallRules._decide_inline``), else None: nothing was written,
+        record in a worker thread."""
+        with self.store.nowait() as free:
+            if not free:
+                return None
+            try:
+                return self._record(step, prop, obs, duration_ms, on_recorded)
+            except WouldBlock:
+                return None
 
     def _start_tool(self, step: Step, prop: _Proposal) -> None:
         now_ns = self.gate.clock.now_ns()

@@ -66,6 +66,7 @@ __all__ = [
     "Tx",
     "UnsafeSchema",
     "VerifyReport",
+    "WouldBlock",
     "go_json",
     "new_id",
 ]
@@ -81,6 +82,8 @@ ERR_TX_FAILED = "agentrt: the write transaction was rolled back: a write inside 
 # ---------------------------------------------------------------------------
 
 MAX_PAGE = 1000
+BUSY_TIMEOUT_MS = 5000  # how long a statement waits for another connection's lock
+SQLITE_BUSY = 5  # the result code (sqlite3.SQLITE_BUSY from Python 3.11)
 
 
 class RunStateError(StoreError):
@@ -99,6 +102,12 @@ class LeaseLost(StoreError):
 
 class NotPending(StoreError):
     pass
+
+
+class WouldBlock(BaseException):
+    """A write transaction begun under ``Store.nowait()`` found another connection holding
+    the database's write lock: nothing was written; do the work again where it may wait.
+    A BaseException, so no handler that turns a store failure into an answer catches it."""
 
 
 class ApprovalExpired(NotPending):
@@ -463,9 +472,9 @@ def _uri(path: str, readonly: bool, create: bool = True) -> str:
 
 
 def _connect(path: str, readonly: bool, create: bool = True) -> sqlite3.Connection:
-    conn = sqlite3.connect(_uri(path, readonly, create), uri=True, timeout=5.0, isolation_level=None,
-                           check_same_thread=False)
-    conn.execute("PRAGMA busy_timeout = 5000")
+    conn = sqlite3.connect(_uri(path, readonly, create), uri=True, timeout=BUSY_TIMEOUT_MS / 1000,
+                           isolation_level=None, check_same_thread=False)
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     conn.execute("PRAGMA foreign_keys = ON")
     conn.execute("PRAGMA trusted_schema = OFF")
     if hasattr(conn, "setconfig") and hasattr(sqlite3, "SQLITE_DBCONFIG_DEFENSIVE"):
@@ -507,6 +516,7 @@ class Store:
         self.commits = 0  # write transactions committed through write() (tests and the bench count them)
         self._lease_conn: sqlite3.Connection | None = None
         self._lease_lock = threading.Lock()
+        self._nowait = False  # set by nowait(): BEGIN IMMEDIATE raises WouldBlock instead of waiting
         from .store_index import CallIndex  # the index shares this store's connection and lock
 
         self.index = CallIndex(self)
@@ -598,7 +608,10 @@ class Store:
                 finally:
                     self._tx_depth -= 1
                 return
-            self._conn.execute("BEGIN IMMEDIATE")
+            if self._nowait:
+                self._begin_nowait()
+            else:
+                self._conn.execute("BEGIN IMMEDIATE")
             tx = Tx(self._conn)
             self._tx, self._tx_depth, self._tx_failed = tx, 1, None
             try:
@@ -619,6 +632,40 @@ class Store:
                     self._conn.execute("ROLLBACK")
                 raise
             self.commits += 1
+
+    @contextmanager
+    def nowait(self) -> Iterator[bool]:
+        """For work done on the event loop's thread, which must not wait on other threads or
+        processes: yields False (holding nothing) when another thread holds this store now;
+        otherwise holds the store for the block and yields True, and every write transaction
+        begun in the block raises ``WouldBlock`` at its BEGIN, having written nothing, when
+        another connection holds the write lock (instead of waiting up to the busy timeout).
+        Reads and COMMIT do not wait on other writers in WAL mode."""
+        if not self._lock.acquire(blocking=False):
+            yield False
+            return
+        try:
+            if self._nowait or self._tx is not None:  # nested, or inside a transaction: as it was
+                yield True
+                return
+            self._nowait = True
+            try:
+                yield True
+            finally:
+                self._nowait = False
+        finally:
+            self._lock.release()
+
+    def _begin_nowait(self) -> None:
+        self._conn.execute("PRAGMA busy_timeout = 0")
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.OperationalError as err:
+            if getattr(err, "sqlite_errorcode", None) == SQLITE_BUSY or "database is locked" in str(err):
+                raise WouldBlock from err
+            raise
+        finally:
+            self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
 
     def _end_tx(self) -> None:
         self._tx, self._tx_depth, self._tx_failed = None, 0, None

@@ -264,3 +264,87 @@ async def test_a_crash_after_an_allowed_calls_first_commit_is_taken_over_as_an_i
         assert approval.kind == "interrupted_side_effect" and approval.run_id == run_id
         assert h.events(run_id)[-4:] == ["lease.taken_over", "step.interrupted", "step.policy",
                                          "approval.requested"]
+
+
+# ------------------------------------------------------------- writes on the event loop
+
+
+def test_a_write_under_nowait_refuses_to_wait_for_another_connections_lock_and_writes_nothing(
+        tmp_path: Path) -> None:
+    store = Store.open(str(tmp_path / "runs.db"))
+    other = sqlite3.connect(str(tmp_path / "runs.db"), isolation_level=None)
+    try:
+        before = _count(store, "tool_specs")
+        other.execute("BEGIN IMMEDIATE")
+        started = time.monotonic()
+        with store.nowait() as free:
+            assert free
+            with pytest.raises(store_mod.WouldBlock), store.write() as tx:
+                tx.put_spec("h1", "{}")
+        assert time.monotonic() - started < 1.0  # not the 5 s busy timeout
+        other.execute("ROLLBACK")
+        assert _count(store, "tool_specs") == before
+        assert store._conn.execute("PRAGMA busy_timeout").fetchone()[0] == store_mod.BUSY_TIMEOUT_MS
+        with store.nowait() as free, store.write() as tx:  # free again: it writes
+            tx.put_spec("h1", "{}")
+        assert _count(store, "tool_specs") == before + 1
+    finally:
+        other.close()
+        store.close()
+
+
+def test_nowait_holds_nothing_while_another_thread_uses_the_store(tmp_path: Path) -> None:
+    import threading
+
+    store = Store.open(str(tmp_path / "runs.db"))
+    held, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with store.write():
+            held.set()
+            release.wait(5)
+
+    t = threading.Thread(target=hold)
+    t.start()
+    try:
+        assert held.wait(5)
+        with store.nowait() as free:
+            assert not free
+    finally:
+        release.set()
+        t.join()
+        store.close()
+
+
+@pytest.mark.anyio
+async def test_a_call_while_another_process_holds_the_write_lock_waits_in_a_thread_not_on_the_loop(
+        tmp_path: Path, commit_log: CommitLog) -> None:
+    import anyio
+
+    async with proxy_harness(tmp_path, rules=PAY_ALLOWED) as h:
+        other = sqlite3.connect(str(h.config.database), isolation_level=None, check_same_thread=False)
+        try:
+            other.execute("BEGIN IMMEDIATE")
+            ticks = 0
+
+            async def tick() -> None:
+                nonlocal ticks
+                while True:
+                    await anyio.sleep(0.01)
+                    ticks += 1
+
+            async def release() -> None:
+                await anyio.sleep(0.5)
+                other.execute("ROLLBACK")
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(tick)
+                tg.start_soon(release)
+                pay, n = await commits_of(commit_log, h.call("bank_pay", PAY_BOB))
+                tg.cancel_scope.cancel()
+            assert text_of(pay) == "paid 25.00 to bob"
+            assert n == 2
+            assert ticks >= 20  # the event loop kept running while the call waited for the lock
+            assert h.payments() == 1
+        finally:
+            other.close()
