@@ -28,6 +28,16 @@ from .gate_model import (
     observation_json,
     observe,
 )
+from .prose import (  # the module's sentences live with every other sentence
+    ERR_CANNOT_CANCEL,
+    ERR_CHANGED,
+    ERR_EXPIRED,
+    ERR_HASH,
+    ERR_NO_HASH,
+    ERR_NOT_FOUND,
+    ERR_NOT_PENDING,
+    ERR_NOT_WAITING,
+)
 from .store import (
     Approval,
     ApprovalChanged,
@@ -39,18 +49,6 @@ from .store import (
     Store,
     Tx,
 )
-
-# ---------------------------------------------------------------------------
-# Operator-facing sentences (to move into prose.py in one step).
-ERR_NOT_WAITING = "agentrt: run {run_id} is not waiting for approval"
-ERR_NOT_FOUND = "agentrt: approval {id} not found in run {run_id}"
-ERR_NOT_PENDING = "agentrt: approval {id} is already decided ({status})"
-ERR_EXPIRED = "agentrt: approval {id} expired"
-ERR_NO_HASH = "agentrt: approval {id}: no hash was shown"
-ERR_CHANGED = "agentrt: approval {id} changed since it was shown (shown {shown}, stored {stored})"
-ERR_HASH = "agentrt: approval {id}: its stored fields no longer hash to its hash"
-ERR_CANNOT_CANCEL = "agentrt: run {run_id} is {status} and cannot be cancelled"
-# ---------------------------------------------------------------------------
 
 
 def approval_hash(kind: str, capability: Any, presentation: Any, request: Any) -> str:

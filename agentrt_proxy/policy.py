@@ -21,30 +21,24 @@ from . import canonical
 from .canonical import Number
 from .config import DEFAULT_POLICY
 from .config import SIDE_EFFECTS as CLASSES
-from .prose import ENDED_HOW
+from .prose import (  # the module's sentences live with every other sentence
+    DETAIL_TOOL_GONE,
+    HOW_ENDED,
+    NOTICE_INTERRUPTED,
+    QUESTION_INTERRUPTED,
+    QUESTION_ORDINARY,
+    REASON_CLASS,
+    REASON_INTERRUPTED,
+    REASON_NO_POLICY,
+    REASON_NOT_OFFERED,
+    REASON_RULE,
+    REASON_UNKNOWN_OUTCOME,
+)
 
 if TYPE_CHECKING:
     from .config import Config
     from .store import Approval, Run, Step
 
-# ---------------------------------------------------------------------------
-# Operator-facing sentences (to move into prose.py in one step). {x} are format fields.
-REASON_NO_POLICY = 'no policy for side effect "{cls}"'
-REASON_CLASS = "side effect {cls} is {outcome} by policy"
-REASON_RULE = "tool {name} is {outcome} by the operator's rule"
-REASON_NOT_OFFERED = 'tool "{name}" is not offered'
-REASON_UNKNOWN_OUTCOME = 'unknown outcome "{outcome}"'
-REASON_INTERRUPTED = "interrupted while executing; outcome unknown"
-QUESTION_ORDINARY = "May the model call {remote} on server {server} with these arguments?"
-QUESTION_INTERRUPTED = "Run {remote} on server {server} again with these arguments?"
-NOTICE_INTERRUPTED = (
-    "An earlier attempt of this call, started at {started_at} in run {run_id}, {how}, so whether it took "
-    "effect is unknown: it may have. Approving runs it again with these arguments once the model calls it "
-    "again. Rejecting ends this request; an identical call later asks an operator again, whatever the policy."
-)
-HOW_ENDED = ENDED_HOW  # one wording of how an attempt ended, for the model and the operator alike
-DETAIL_TOOL_GONE = "the tool is no longer offered"
-# ---------------------------------------------------------------------------
 
 READ_ONLY = "read_only"
 LOCAL_MUTATION = "local_mutation"

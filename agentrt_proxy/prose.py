@@ -704,3 +704,38 @@ def recheck_summary(runs: int, policy_id: str, rechecked: int, skipped: int, dif
         f"{runs} run(s) re-checked under {policy_id}: {rechecked} decision(s) re-checked, "
         f"{skipped} not re-checkable and skipped; {differ} run(s) differ"
     )
+
+
+# =============================================================================================
+# The policy's reasons, questions and notices (policy.py)
+# =============================================================================================
+
+REASON_NO_POLICY = 'no policy for side effect "{cls}"'
+REASON_CLASS = "side effect {cls} is {outcome} by policy"
+REASON_RULE = "tool {name} is {outcome} by the operator's rule"
+REASON_NOT_OFFERED = 'tool "{name}" is not offered'
+REASON_UNKNOWN_OUTCOME = 'unknown outcome "{outcome}"'
+REASON_INTERRUPTED = "interrupted while executing; outcome unknown"
+QUESTION_ORDINARY = "May the model call {remote} on server {server} with these arguments?"
+QUESTION_INTERRUPTED = "Run {remote} on server {server} again with these arguments?"
+NOTICE_INTERRUPTED = (
+    "An earlier attempt of this call, started at {started_at} in run {run_id}, {how}, so whether it took "
+    "effect is unknown: it may have. Approving runs it again with these arguments once the model calls it "
+    "again. Rejecting ends this request; an identical call later asks an operator again, whatever the policy."
+)
+HOW_ENDED = ENDED_HOW  # one wording of how an attempt ended, for the model and the operator alike
+DETAIL_TOOL_GONE = "the tool is no longer offered"
+
+
+# =============================================================================================
+# The operator's decisions refused (approvals.py)
+# =============================================================================================
+
+ERR_NOT_WAITING = "agentrt: run {run_id} is not waiting for approval"
+ERR_NOT_FOUND = "agentrt: approval {id} not found in run {run_id}"
+ERR_NOT_PENDING = "agentrt: approval {id} is already decided ({status})"
+ERR_EXPIRED = "agentrt: approval {id} expired"
+ERR_NO_HASH = "agentrt: approval {id}: no hash was shown"
+ERR_CHANGED = "agentrt: approval {id} changed since it was shown (shown {shown}, stored {stored})"
+ERR_HASH = "agentrt: approval {id}: its stored fields no longer hash to its hash"
+ERR_CANNOT_CANCEL = "agentrt: run {run_id} is {status} and cannot be cancelled"
