@@ -151,9 +151,38 @@ def _go_string(s: str) -> str:
     return _GO_ESCAPE_RE.sub(_go_escape, out)
 
 
+def _plain(value: Any) -> bool:
+    """Whether ``json.dumps`` writes this tree exactly as ``_go_json`` does before the HTML
+    escapes: only exact dicts with str keys, lists, tuples, str, int, float, bool and None
+    (no ``Raw`` or ``Number`` literal, which are str subclasses; no other mapping)."""
+    t = type(value)
+    if t is str or t is int or t is float or t is bool or value is None:
+        return True
+    if t is dict:
+        for k, v in value.items():  # noqa: SIM110 (a loop: all() over a generator is slower here)
+            if type(k) is not str or not _plain(v):
+                return False
+        return True
+    if t is list or t is tuple:
+        for v in value:  # noqa: SIM110
+            if not _plain(v):
+                return False
+        return True
+    return False
+
+
 def go_json(value: Any) -> str:
     """Compact JSON as Go's encoding/json writes it: dicts in insertion order (callers
     order struct fields; literal trees keep theirs), numbers as their literal, HTML-safe."""
+    if _plain(value):
+        # The C encoder writes a plain tree as _go_json does; <, >, &, U+2028 and U+2029 can
+        # only occur inside strings, so escaping them in the whole text is the same.
+        out = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+        return out if _GO_ESCAPE_RE.search(out) is None else _GO_ESCAPE_RE.sub(_go_escape, out)
+    return _go_json(value)
+
+
+def _go_json(value: Any) -> str:
     if isinstance(value, Raw):
         return str(value)
     if isinstance(value, Number):
@@ -171,9 +200,9 @@ def go_json(value: Any) -> str:
     if isinstance(value, float):
         return json.dumps(value)
     if isinstance(value, Mapping):
-        return "{" + ",".join(_go_string(str(k)) + ":" + go_json(v) for k, v in value.items()) + "}"
+        return "{" + ",".join(_go_string(str(k)) + ":" + _go_json(v) for k, v in value.items()) + "}"
     if isinstance(value, (list, tuple)):
-        return "[" + ",".join(go_json(v) for v in value) + "]"
+        return "[" + ",".join(_go_json(v) for v in value) + "]"
     raise TypeError(f"cannot encode {type(value).__name__} as JSON")
 
 

@@ -7,6 +7,7 @@ import os
 import sqlite3
 import stat
 from pathlib import Path
+from typing import Any
 
 import pytest
 from test_gate_fixtures import LIMITS, FakeClock, make_gate
@@ -185,3 +186,31 @@ def test_two_operator_processes_deciding_one_approval_exactly_one_wins(tmp_path:
     outcomes = sorted(results.get(timeout=5)[1] for _ in procs)
     assert outcomes == ["NotPending", "won"]
     assert [e.type for e in store.events_of("s.1")].count("approval.decided") == 1
+
+
+def test_go_json_writes_plain_trees_through_the_c_encoder_exactly_as_the_walk_does() -> None:
+    import random
+
+    from agentrt_proxy.canonical import Number
+    from agentrt_proxy.store import Raw, _go_json, go_json
+
+    rng = random.Random(7)
+    chars = 'ab<>&\u2028\u2029"\\\n\x01é😀 '
+
+    def text() -> str:
+        return "".join(rng.choice(chars) for _ in range(rng.randint(0, 8)))
+
+    def tree(depth: int = 0) -> Any:
+        r = rng.random()
+        if depth > 3 or r < 0.5:
+            return rng.choice([text(), rng.randint(-10**20, 10**20), rng.random() * 1e5, True, False, None,
+                               float("nan"), 1e300, -0.0, Number("1.50"), Raw('{"x":1}')])
+        if r < 0.75:
+            keys = [text() if rng.random() > 0.1 else rng.choice([1, True, None]) for _ in range(rng.randint(0, 4))]
+            return {k: tree(depth + 1) for k in keys}
+        return rng.choice([list, tuple])(tree(depth + 1) for _ in range(rng.randint(0, 4)))
+
+    for _ in range(20000):
+        t = tree()
+        assert go_json(t) == _go_json(t)
+    assert go_json({"a": "<&>\u2028", "b": [1, 2.5, None]}) == '{"a":"\\u003c\\u0026\\u003e\\u2028","b":[1,2.5,null]}'
