@@ -19,6 +19,10 @@ from . import canonical
 
 _cache: dict[str, Any] = {}
 _lock = threading.Lock()
+# The same schema object (a registered tool's input schema) again: its validator without
+# re-encoding the schema to hash it. Holds the schema, so its id cannot be reused meanwhile.
+_by_object: dict[int, tuple[Any, Any]] = {}
+_BY_OBJECT_MAX = 256
 
 
 def _compile(schema: Any) -> Any:
@@ -36,6 +40,9 @@ def _compile(schema: Any) -> Any:
 
 
 def validator(schema: Any) -> Any:
+    entry = _by_object.get(id(schema))
+    if entry is not None and entry[0] is schema:
+        return entry[1]
     key = hashlib.sha256(canonical.canonical_bytes(schema)).hexdigest()
     with _lock:
         found = _cache.get(key)
@@ -43,6 +50,10 @@ def validator(schema: Any) -> Any:
         found = _compile(schema)
         with _lock:
             _cache[key] = found
+    with _lock:
+        if len(_by_object) >= _BY_OBJECT_MAX:
+            _by_object.clear()
+        _by_object[id(schema)] = (schema, found)
     return found
 
 
