@@ -137,7 +137,8 @@ def normalise_annotations(value: Any) -> dict[str, Any] | None:
 
 
 def live_tool(name: str, description: str | None, annotations: Any, raw_schema: str | bytes) -> LiveTool:
-    raw = raw_schema.decode("utf-8", "replace") if isinstance(raw_schema, bytes) else raw_schema
+    # Each invalid byte its own U+FFFD, as Go decodes (and as schema_form does for bytes).
+    raw = raw_schema.decode("utf-8", "agentrt-go-replace") if isinstance(raw_schema, bytes) else raw_schema
     return LiveTool(name, description or "", normalise_annotations(annotations), raw)
 
 

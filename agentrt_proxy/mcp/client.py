@@ -368,6 +368,11 @@ async def open_connection(
                 conn.tools = await conn._list_tools()
             except (TransportError, McpError, OSError) as exc:
                 error = exc
+            except BaseException:
+                if not scope.cancel_called:  # the caller's cancellation: propagate it, the server closed
+                    with anyio.CancelScope(shield=True):
+                        await conn.aclose()
+                raise
         if scope.cancelled_caught or error is not None:
             with anyio.CancelScope(shield=True):
                 await conn.aclose()

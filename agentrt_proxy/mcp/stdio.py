@@ -68,6 +68,7 @@ class StdioTransport:
         self._write_lock = anyio.Lock()
         self._tail = bytearray()
         self._stderr_closed = anyio.Event()
+        self._stdout_closed = anyio.Event()
         self._closing = False
         self._closed = anyio.Event()
         self._close_started = False
@@ -102,6 +103,8 @@ class StdioTransport:
                     deliver(line)
         except (OSError, ValueError):
             pass
+        finally:
+            self._stdout_closed.set()
         rest = buffer.finish()
         if rest:
             deliver(rest)
@@ -168,6 +171,15 @@ class StdioTransport:
         # Always: the server may be gone while its children (node under npx…) live on.
         self._signal_group(proc.pid, signal.SIGKILL)
         await proc.wait()
+        # A descendant holding the pipes outlives the server by a moment: let the readers
+        # reach the end, then close the process transport, which Python 3.11 leaves open
+        # when the pipes close after the exit (an event loop ending then prints a traceback).
+        with anyio.move_on_after(STDERR_WAIT):
+            await self._stdout_closed.wait()
+            await self._stderr_closed.wait()
+        transport = getattr(proc, "_transport", None)
+        if transport is not None:
+            transport.close()
 
     @staticmethod
     def _signal_group(pgid: int, sig: int) -> None:
