@@ -9,6 +9,7 @@ the record that a tool is starting commits before the tool is called.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -166,14 +167,20 @@ class Gate:
         if min(limits.max_steps, limits.max_consecutive_tool_failures, limits.loop_threshold) <= 0:
             raise ValueError(ERR_LIMITS)
         now = fmt(self.clock.now_ns())
+        limits_json, expires = limits.json(), self.lease_expiry()
         with self.store.write() as tx:
-            tx.insert_run(run_id, goal, limits.json(), now, self.owner, self.lease_expiry())
+            tx.insert_run(run_id, goal, limits_json, now, self.owner, expires)
             tools = [spec_hash for spec_hash, _ in self._spec_rows.values()]
             for spec_hash, spec_json in self._spec_rows.values():
                 tx.put_spec(spec_hash, spec_json)
-            tx.append(run_id, "", now, "run.created", {"goal": goal, "limits": _raw(limits.json()), "tools": tools})
+            tx.append(run_id, "", now, "run.created", {"goal": goal, "limits": _raw(limits_json), "tools": tools})
             tx.append(run_id, "", now, "run.started", None)
-        return self._session(run_id, limits)
+        session = self._session(run_id, limits)
+        # The row as insert_run wrote it (every other column takes its default): the
+        # session's next writes in the same transaction use it instead of reading it back.
+        session._fresh = (tx, Run(run_id, goal, RUNNING, "", "", limits_json, 0, now, now, "", "", 0, 0, 0, 0, 0, 0,
+                                  self.owner, expires))
+        return session
 
     def attach(self, run_id: str) -> tuple[Session | None, Verdict]:
         from .gate_collect import attach
@@ -217,6 +224,11 @@ class Session:
         self._over = False
         self._lease_lost = False
         self._started = False  # start_tool() wrote the step's start for the allowed proposal
+        # (transaction, run row) while the transaction that began the run is open and the
+        # session has written nothing else to it than its first step's claim, decision and
+        # start: the run row is this Run, its only step is ``current`` (if any), it has no
+        # approvals. Valid only inside that same transaction (``_known_run``).
+        self._fresh: tuple[Tx, Run] | None = None
 
     # helpers ------------------------------------------------------------------------
     @property
@@ -228,10 +240,17 @@ class Session:
             raise SessionClosed(ERR_SESSION_CLOSED)
 
     def _end(self) -> None:
+        self._fresh = None
         self._over = True
         self.current = None
         self._proposal = None
         self.gate._active.discard(self.run_id)
+
+    def _known_run(self, tx: Tx | None) -> Run | None:
+        """The run row as this session wrote it in ``tx``, when ``tx`` is the open
+        transaction that began the run (nothing else can have written it since); else None."""
+        fresh = self._fresh
+        return fresh[1] if fresh is not None and tx is not None and fresh[0] is tx else None
 
     def _check_lease(self, run: Run) -> None:
         if run.lease_owner != self.gate.owner:
@@ -260,16 +279,20 @@ class Session:
         now = fmt(self.gate.clock.now_ns())
         step_id = new_id()
         with self.store.write() as tx:
-            run = tx.run(self.run_id)
+            known = self._known_run(tx)
+            run = known if known is not None else tx.run(self.run_id)
             if run.status != RUNNING:
                 self._end()
                 return None
             self._check_lease(run)
-            if self._limit_reached(tx, run, now):
+            # A run begun in this transaction has no steps yet (current is None here).
+            if self._limit_reached(tx, run, now, [] if known is not None else None):
                 self._end()
                 return None
             tx.claim_step(self.run_id, run.step_count, self.gate.owner, step_id, now)
             tx.append(self.run_id, step_id, now, "step.started", {"index": run.step_count})
+            if known is not None:
+                self._fresh = (tx, dataclasses.replace(known, step_count=known.step_count + 1))
         # The row claim_step just inserted (the other columns take their defaults).
         self.current = Step(step_id, self.run_id, run.step_count, DECIDING, "", "", "", "", now, "", "", "")
         self._decided = False
@@ -277,8 +300,9 @@ class Session:
         self._started = False
         return self.current
 
-    def _limit_reached(self, tx: Tx, run: Run, now: str) -> bool:
-        steps = tx.steps(self.run_id)
+    def _limit_reached(self, tx: Tx, run: Run, now: str, steps: list[Step] | None = None) -> bool:
+        if steps is None:
+            steps = tx.steps(self.run_id)
         lim = self.limits
         found: tuple[str, str] | None = None
         if run.step_count >= lim.max_steps:
@@ -315,7 +339,8 @@ class Session:
         spec = self.gate.spec(decision.tool) if decision.kind == "tool_call" else None
         spec_hash, spec_json = self.gate.spec_row(spec) if spec is not None else ("", "")
         with self.store.write() as tx:
-            self._check_lease(tx.run(self.run_id))
+            known = self._known_run(tx)
+            self._check_lease(known if known is not None else tx.run(self.run_id))
             tx.update_step(step.id, expect=DECIDING, decision_json=go_json(rec.tree), spec_hash=spec_hash)
             if spec is not None:
                 tx.put_spec(spec_hash, spec_json)
@@ -332,6 +357,7 @@ class Session:
 
     def _fail_invalid(self, step: Step, error: str, now: str) -> Verdict:
         obs = invalid_decision(error)
+        self._fresh = None  # the run now has a finished step
         with self.store.write() as tx:
             fail_step(tx, step, obs, now, expect=DECIDING)
         self.current = None
@@ -369,6 +395,10 @@ class Session:
         return Verdict(ENDED, run=self.store.get_run(self.run_id))
 
     def _view(self, step: Step) -> RunView:
+        known = self._known_run(self.store.open_tx())
+        if known is not None:
+            # Begun in this still open transaction: this step is its only one, no approvals.
+            return RunView(dataclasses.replace(known), [], [], step)
         run = self.store.get_run(self.run_id)
         steps = [s for s in self.store.steps_of(self.run_id) if s.idx < step.idx]
         return RunView(run, steps, self.store.approvals_of(self.run_id), step)
@@ -389,6 +419,7 @@ class Session:
                         (DENY, True): SUMMARY_DENIED_RESUME, (ABORT, True): SUMMARY_ABORTED_RESUME}
             obs = observe("policy_denied", {"tool": request.spec.name, "reason": pd.reason},
                           template[(pd.outcome, on_resume)].format(reason=pd.reason))
+            self._fresh = None  # the run now has a finished step
             with self.store.write() as tx:
                 if on_resume:
                     self.resume_running(tx, at, {"approval_id": prop.grant.id if prop.grant else ""})
@@ -422,6 +453,7 @@ class Session:
 
     def resume_running(self, tx: Tx, at: str, payload: dict[str, Any]) -> None:
         """WAITING → RUNNING under this gate's lease, with run.resumed."""
+        self._fresh = None
         tx.update_run(self.run_id, expect=WAITING, status=RUNNING, lease_owner=self.gate.owner,
                       lease_expires_at=self.gate.lease_expiry())
         tx.append(self.run_id, "", at, "run.resumed", payload)
@@ -501,7 +533,8 @@ class Session:
             if grant is not None:
                 self.resume_running(tx, now, {"approval_id": grant.id})
             else:
-                self._check_lease(tx.run(self.run_id))
+                known = self._known_run(tx)
+                self._check_lease(known if known is not None else tx.run(self.run_id))
             self._record_policy_row(tx, step, prop, expect=(DECIDING, AWAITING), status=EXECUTING,
                                     started_at=now, spec_hash=self.gate.spec_row(prop.request.spec)[0])
             payload: dict[str, Any] = {"tool": prop.request.spec.name, "args": prop.request.args}
@@ -543,6 +576,7 @@ class Session:
         now = fmt(self.gate.clock.now_ns())
         name = prop.request.spec.name
         terminal_done = not obs.failure and prop.request.spec.terminal
+        self._fresh = None
         with self.store.write() as tx:
             run = tx.run(self.run_id)
             if run.lease_owner != self.gate.owner:

@@ -347,7 +347,8 @@ class Tx:
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._c = conn
-        self._head: tuple[int, str] | None = None
+        self._head: tuple[int, str] | None = None  # the chain head, read once and advanced by append (§8.2)
+        self._specs: set[str] = set()  # tool_specs hashes this transaction already wrote
 
     # reads inside the transaction -------------------------------------------------
     def run(self, run_id: str) -> Run:
@@ -414,7 +415,11 @@ class Tx:
             raise RunStateError(MSG_RUN_STATE.format(run_id=f"step {step_id}", expected=" or ".join(statuses)))
 
     def put_spec(self, spec_hash: str, spec_json: str) -> None:
+        # A hash this transaction already inserted (or ignored) is there: the same no-op again.
+        if spec_hash in self._specs:
+            return
         self._c.execute("INSERT OR IGNORE INTO tool_specs (hash, spec_json) VALUES (?, ?)", (spec_hash, spec_json))
+        self._specs.add(spec_hash)
 
     # approvals ------------------------------------------------------------------------
     def insert_approval(self, a: Approval) -> None:
@@ -457,10 +462,15 @@ class Tx:
 
 
 def _chain_head_for_append(c: sqlite3.Connection) -> tuple[int, str]:
-    seq_row = c.execute("SELECT seq FROM sqlite_sequence WHERE name = 'events'").fetchone()
-    last = c.execute("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1").fetchone()
-    seq = max(int(seq_row[0]) if seq_row else 0, int(last[0]) if last else 0)
-    return seq, (last[1] if last else "")
+    """The highest seq ever given (AUTOINCREMENT's counter, or the last event's if higher)
+    and the last event's hash, in one statement (read once per transaction, §8.2)."""
+    row = c.execute(
+        "SELECT (SELECT seq FROM sqlite_sequence WHERE name = 'events'), last.seq, last.hash "
+        "FROM (SELECT 1) LEFT JOIN (SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1) AS last"
+    ).fetchone()
+    counter, last_seq, last_hash = row
+    seq = max(int(counter) if counter is not None else 0, int(last_seq) if last_seq is not None else 0)
+    return seq, (last_hash if last_seq is not None else "")
 
 
 def _read_run(c: sqlite3.Connection, run_id: str) -> Run:
@@ -695,6 +705,12 @@ class Store:
             raise
         finally:
             self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+
+    def open_tx(self) -> Tx | None:
+        """The write transaction this thread has open, else None (another thread's open
+        transaction holds the lock, so this waits for it to end and answers None)."""
+        with self._lock:
+            return self._tx
 
     def _end_tx(self) -> None:
         self._tx, self._tx_depth, self._tx_failed = None, 0, None
