@@ -11,6 +11,7 @@ happens under one lock per process; executing and holding happen outside it.
 
 from __future__ import annotations
 
+import dataclasses
 import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -50,7 +51,7 @@ from .store import (
     StoreError,
     WouldBlock,
 )
-from .store_index import ClaimLost, ProxyCall
+from .store_index import OUTCOME_UNSEEN, ClaimLost, ProxyCall
 
 READ_ONLY = "read_only"
 MAX_DECIDES = 6
@@ -88,6 +89,7 @@ class Answer:
 class Execute:
     session: Session
     grant: Approval | None = None
+    row: ProxyCall | None = None  # the call's index row as its begin transaction left it (unsettled)
 
 
 @dataclass
@@ -428,7 +430,7 @@ class CallRules:
 
     def _open_run(self, tool: Any, key: str | None, run_id: str, arguments_text: str | None, *, origin: str,
                   rerun: Attempt | None, reuse: ProxyCall | None, prev: ProxyCall | None,
-                  start: bool) -> tuple[Session, Verdict] | Step:
+                  start: bool) -> tuple[Session, Verdict, ProxyCall] | Step:
         """Claim the index row (unless ``reuse``), begin the run, open its step and propose the
         call, all in ONE write transaction (docs/decisions/0005). With ``start``, an allowed
         proposal also writes its start (``Session.start_tool``) and a denied one the proxy's
@@ -440,8 +442,10 @@ class CallRules:
         try:
             with self.store.write():
                 if reuse is None:
-                    self.index.claim(self.session, key or f"invalid:{run_id}", tool.name, tool.side_effect, run_id,
-                                     prev.id if prev is not None else None, self.clock.now_ns())
+                    row = self.index.claim(self.session, key or f"invalid:{run_id}", tool.name, tool.side_effect,
+                                           run_id, prev.id if prev is not None else None, self.clock.now_ns())
+                else:
+                    row = dataclasses.replace(reuse, settled_at=0, outcome=OUTCOME_UNSEEN)  # as unsettle leaves it
                 stage = "begin"
                 session = self.gate.begin(run_id, f"call {tool.name}", self.limits)
                 stage = "step"
@@ -477,7 +481,7 @@ class CallRules:
         except BaseException:
             self._discard(session)
             raise
-        return session, verdict
+        return session, verdict, row
 
     def _discard(self, session: Session | None) -> None:
         """Forget a session whose writes were rolled back (no write of its own)."""
@@ -491,9 +495,9 @@ class CallRules:
                                 prev=prev, start=True)
         if not isinstance(opened, tuple):
             return opened
-        session, verdict = opened
+        session, verdict, row = opened
         if verdict.outcome == ALLOWED:
-            return Execute(session)
+            return Execute(session, row=row)
         if verdict.outcome == PENDING and verdict.approval is not None:
             self._operator_hint(verdict.approval, tool.name)
             return Pending(verdict.approval, run_id)
@@ -574,7 +578,12 @@ class CallRules:
             # Inside the transaction that records the outcome (docs/decisions/0005): a known
             # outcome settles the row, and a known tool error also gets the proxy's closing decision.
             if obs.kind == "tool_result":
-                self._settle_run_now(session.run_id)
+                if execute.row is not None and session.ended_run is not None:
+                    # The recording just ended the run with this result, the run's last attempt:
+                    # its outcome is known (what _settle_run_now would read back).
+                    self._settle_known(execute.row)
+                else:
+                    self._settle_run_now(session.run_id)
             elif obs.kind == "tool_error" and self._unknown_ending(tool, obs) is None:
                 message = CLOSE_UNRECORDED if self._unrecorded(tool, obs) else CLOSE_ERROR
                 self._close_run_now(session, message)
@@ -672,7 +681,7 @@ class CallRules:
                                 prev=open_row, start=False)
         if not isinstance(opened, tuple):
             return None
-        started, verdict = opened
+        started, verdict, _ = opened
         if verdict.outcome == PENDING and verdict.approval is not None:
             self._operator_hint(verdict.approval, tool.name)
             return verdict.approval
@@ -730,6 +739,11 @@ class CallRules:
     def _settle(self, row: ProxyCall, last: LastAttempt) -> None:
         if row.outcome == 0 or row.settled_at == 0:
             self.index.settle(row.id, last.outcome if last.outcome != 0 else OUTCOME_NONE, self.clock.now_ns())
+
+    def _settle_known(self, row: ProxyCall) -> None:
+        """``_settle`` of a row whose run just ended with a tool result: the outcome is known."""
+        if row.outcome == 0 or row.settled_at == 0:
+            self.index.settle(row.id, OUTCOME_KNOWN, self.clock.now_ns())
 
     def _settle_run(self, run_id: str) -> None:
         """Cache a finished run's outcome on its row, so later calls need not read it again."""

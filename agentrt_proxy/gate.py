@@ -80,6 +80,7 @@ from .policy import (
     ToolSpec,
 )
 from .store import (
+    MSG_RUN_STATE,
     Approval,
     ApprovalExpired,
     LeaseLost,
@@ -229,6 +230,9 @@ class Session:
         # start: the run row is this Run, its only step is ``current`` (if any), it has no
         # approvals. Valid only inside that same transaction (``_known_run``).
         self._fresh: tuple[Tx, Run] | None = None
+        # The run row as the recording of a terminal tool's result finished it (set inside
+        # that transaction, before ``on_recorded``); None otherwise.
+        self.ended_run: Run | None = None
 
     # helpers ------------------------------------------------------------------------
     @property
@@ -578,11 +582,14 @@ class Session:
         terminal_done = not obs.failure and prop.request.spec.terminal
         self._fresh = None
         with self.store.write() as tx:
-            run = tx.run(self.run_id)
-            if run.lease_owner != self.gate.owner:
-                self._end()  # someone took the run over: the step is theirs to settle
-                raise LeaseLost(ERR_LEASE_OTHER.format(run_id=self.run_id))
-            tx.update_run(self.run_id, expect=RUNNING, owner=self.gate.owner, active_ms=run.active_ms + duration_ms)
+            # The CAS (RUNNING under this lease) adds the time in place; the row is read only
+            # when it fails, to tell a takeover from a run moved on under this lease.
+            if not tx.add_active_ms(self.run_id, duration_ms, self.gate.owner):
+                run = tx.run(self.run_id)
+                if run.lease_owner != self.gate.owner:
+                    self._end()  # someone took the run over: the step is theirs to settle
+                    raise LeaseLost(ERR_LEASE_OTHER.format(run_id=self.run_id))
+                raise RunStateError(MSG_RUN_STATE.format(run_id=self.run_id, expected=RUNNING))
             tx.update_step(step.id, expect=EXECUTING, status=STEP_FAILED_OR_DONE[obs.failure],
                            observation_json=observation_json(obs), observation_hash=obs.content_hash,
                            finished_at=now)
@@ -596,8 +603,9 @@ class Session:
                 tx.append(self.run_id, step.id, now, "step.failed",
                           {"detail": obs.summary, "observation": obs.kind, "content_hash": obs.content_hash})
             elif terminal_done:
-                finish_run(tx, self.run_id, expect=RUNNING, owner=self.gate.owner, status=COMPLETED,
-                           reason="goal_completed", detail="", at=now, result_json=go_json(obs.content))
+                self.ended_run = finish_run(tx, self.run_id, expect=RUNNING, owner=self.gate.owner,
+                                            status=COMPLETED, reason="goal_completed", detail="", at=now,
+                                            result_json=go_json(obs.content))
             self.current = None  # the hook may open the run's next step (the proxy's closing decision)
             self._proposal = None
             self._started = False
@@ -608,13 +616,14 @@ class Session:
                     # Nothing is recorded (the transaction rolls back): the step is still this
                     # session's, to release with close().
                     self.current, self._proposal, self._started = step, prop, True
+                    self.ended_run = None
                     if self._over:
                         self._over = False
                         self.gate._active.add(self.run_id)
                     raise
         if terminal_done:
             self._end()
-            return Verdict(ENDED, observation=obs, run=self.store.get_run(self.run_id))
+            return Verdict(ENDED, observation=obs, run=self.ended_run)  # the row as committed
         return Verdict(EXECUTED, observation=obs)
 
     # the proxy's closing decision, and closing -------------------------------------

@@ -259,20 +259,21 @@ def fmt(ns: int) -> str:
 
 
 def finish_run(tx: Tx, run_id: str, *, expect: str | tuple[str, ...], status: str, reason: str, detail: str,
-               at: str, owner: str | None = None, result_json: str | None = None, by: str | None = None) -> None:
-    """Move a run to a terminal status, clear its lease, and write run.finished."""
+               at: str, owner: str | None = None, result_json: str | None = None, by: str | None = None) -> Run:
+    """Move a run to a terminal status, clear its lease, and write run.finished; the row as
+    the update left it."""
     values: dict[str, Any] = {
         "status": status, "reason": reason, "reason_detail": detail, "finished_at": at,
         "lease_owner": "", "lease_expires_at": "",
     }
     if result_json is not None:
         values["result_json"] = result_json
-    tx.update_run(run_id, expect=expect, owner=owner, **values)
-    steps = tx.run(run_id).step_count
-    payload: dict[str, Any] = {"status": status, "reason": reason, "detail": detail, "steps": steps}
+    run = tx.update_run_returning(run_id, expect=expect, owner=owner, **values)
+    payload: dict[str, Any] = {"status": status, "reason": reason, "detail": detail, "steps": run.step_count}
     if by is not None:
         payload["by"] = by
     tx.append(run_id, "", at, "run.finished", payload)
+    return run
 
 
 def fail_step(tx: Tx, step: Step, obs: Observation, at: str, *, expect: str | tuple[str, ...],

@@ -378,6 +378,16 @@ class Tx:
     def update_run(self, run_id: str, *, expect: str | Sequence[str], owner: str | None = None,
                    **values: Any) -> None:
         """CAS on the run's status (and lease owner when given)."""
+        self._update_run(run_id, expect, owner, values, "")
+
+    def update_run_returning(self, run_id: str, *, expect: str | Sequence[str], owner: str | None = None,
+                             **values: Any) -> Run:
+        """``update_run``, answering the row as the update left it (the same statement)."""
+        rows = self._update_run(run_id, expect, owner, values, f" RETURNING {_RUN_COLS}")
+        return Run(*rows[0])
+
+    def _update_run(self, run_id: str, expect: str | Sequence[str], owner: str | None, values: Mapping[str, Any],
+                    returning: str) -> list[Any]:
         sets, args = _assignments(values, _RUN_SETTABLE)
         statuses = _as_tuple(expect)
         where = f"id = ? AND status IN ({','.join('?' * len(statuses))})"
@@ -385,9 +395,20 @@ class Tx:
         if owner is not None:
             where += " AND lease_owner = ?"
             args.append(owner)
-        cur = self._c.execute(f"UPDATE runs SET {sets} WHERE {where}", args)
-        if cur.rowcount != 1:
+        cur = self._c.execute(f"UPDATE runs SET {sets} WHERE {where}{returning}", args)
+        rows = cur.fetchall() if returning else []
+        if (len(rows) if returning else cur.rowcount) != 1:
             raise RunStateError(MSG_RUN_STATE.format(run_id=run_id, expected=" or ".join(statuses)))
+        return rows
+
+    def add_active_ms(self, run_id: str, ms: int, owner: str) -> bool:
+        """CAS: add ``ms`` to a RUNNING run's active time under this lease owner; False
+        (nothing written) when the run is not RUNNING under that owner."""
+        cur = self._c.execute(
+            "UPDATE runs SET active_ms = active_ms + ? WHERE id = ? AND status = 'RUNNING' AND lease_owner = ?",
+            (ms, run_id, owner),
+        )
+        return cur.rowcount == 1
 
     def claim_step(self, run_id: str, idx: int, owner: str, step_id: str, now: str) -> None:
         """Claim the run's next step index under this owner's lease and insert the step."""
