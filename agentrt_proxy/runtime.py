@@ -1,7 +1,8 @@
 """What ``serve`` runs on: the upstream tools, the store, the gate and the rules, opened together.
 
 Opening order (proxy-and-mcp-module §2.12): the database file check and the reach check
-(done by ``serve.command`` before anything starts), then every upstream connected and
+(done by ``serve.command`` before anything starts, which then starts the stdio servers'
+processes: decision 0007), then every upstream connected (adopting those processes) and
 loaded while the store opens and migrates, then the database file check again.
 
 This module's own imports are light on purpose: the gate, the rules and jsonschema
@@ -20,6 +21,7 @@ from . import canonical, prose
 from .cli import program_invocation
 from .config import Config, ConfigError, check_database_file
 from .mcp import CallContext, JsonRpcError, RawJSON
+from .mcp.spawn import kill_unadopted
 from .pinning import OpenError, OpenServers, open_servers
 from .policy import OfferedTool, ProxyPolicy
 from .store import Store, StoreError
@@ -138,6 +140,8 @@ async def open_runtime(config: Config, write_stderr: Callable[[str], Any], shutt
                 for line in report.lines():
                     write_stderr(prose.operator_line(line))
             failure = err
+        finally:
+            kill_unadopted()  # a server started early (0007) that no transport took: not left running
 
     async def open_store() -> None:
         nonlocal store, failure

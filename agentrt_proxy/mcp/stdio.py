@@ -1,25 +1,24 @@
 """An upstream server as a child process speaking newline-delimited JSON-RPC.
 
-The child gets only the environment it is given (``spec.child_env``), runs in a
-process group of its own (so a terminal's Ctrl-C reaches the proxy, not the server,
-and close can kill its descendants too), and on Linux receives SIGKILL if the proxy
-dies first. Its stderr is always drained (a full pipe would block it) and only the
-last 4096 bytes are kept, for error messages; it is never copied anywhere else.
+The process is started by ``spawn.spawn`` (the environment, its own process group, the
+parent-death signal: see there), or was started early by ``serve`` and is adopted here
+(``spawn.adopt``, decision 0007). Its pipes are read and written through asyncio pipe
+transports. Its stderr is always drained (a full pipe would block it) and only the last
+4096 bytes are kept, for error messages; it is never copied anywhere else.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
-import os
 import signal
-import sys
-from collections.abc import Callable, Sequence
+import subprocess
+from collections.abc import Sequence
 
 import anyio
 import anyio.abc
 
+from . import spawn
 from .errors import SessionClosed, TransportError, escape, go_quote
 from .framing import LineBuffer
 from .spec import STDERR_TAIL_BYTES
@@ -30,32 +29,7 @@ __all__ = ["StdioTransport"]
 STDERR_WAIT = 2.0  # how long a failure waits for a dead server's stderr to close
 CLOSE_GRACE = 2.0  # after closing stdin, and again after SIGTERM
 READ_CHUNK = 1 << 16
-PR_SET_PDEATHSIG = 1
-
-
-def _parent_death_hook() -> Callable[[], None] | None:
-    """A ``preexec_fn`` setting PR_SET_PDEATHSIG=SIGKILL, or ``None`` off Linux.
-
-    Done with ``ctypes`` (stdlib, so it works from a zip app). libc is loaded here,
-    in the parent: the child only makes the one system call between fork and exec.
-    The signal fires when the *thread* that forked exits, which is the event-loop
-    thread: the proxy's main thread.
-    """
-    if not sys.platform.startswith("linux"):
-        return None
-    try:
-        libc = ctypes.CDLL(None, use_errno=True)
-        prctl = libc.prctl
-    except (OSError, AttributeError):
-        return None
-    parent = os.getpid()
-
-    def hook() -> None:
-        prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-        if os.getppid() != parent:  # the proxy died before the call took effect
-            os._exit(1)
-
-    return hook
+EXIT_POLL = (0.001, 0.05)  # waiting for the exit: the first and the longest pause between looks
 
 
 class StdioTransport:
@@ -64,7 +38,9 @@ class StdioTransport:
         self._command = list(command)
         self._env = env
         self._tg = tg
-        self._proc: asyncio.subprocess.Process | None = None
+        self._proc: subprocess.Popen[bytes] | None = None
+        self._stdin: asyncio.StreamWriter | None = None
+        self._pipes: list[asyncio.BaseTransport] = []
         self._write_lock = anyio.Lock()
         self._tail = bytearray()
         self._stderr_closed = anyio.Event()
@@ -78,27 +54,40 @@ class StdioTransport:
         return self._proc.pid if self._proc else None
 
     async def start(self, deliver: Deliver, on_closed: OnClosed) -> None:
+        proc = spawn.adopt(self._server, self._command, self._env)
+        if proc is None:
+            try:
+                proc = spawn.spawn(self._command, self._env)
+            except (OSError, ValueError, IndexError) as exc:
+                self._stderr_closed.set()
+                raise TransportError(f"start {go_quote(self._command[0] if self._command else '')}: {exc}") from exc
+        self._proc = proc
         try:
-            self._proc = await asyncio.create_subprocess_exec(
-                *self._command,
-                stdin=asyncio.subprocess.PIPE,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                env=self._env,
-                start_new_session=True,
-                preexec_fn=_parent_death_hook(),
+            loop = asyncio.get_running_loop()
+            stdout = await self._read_pipe(loop, proc.stdout)
+            stderr = await self._read_pipe(loop, proc.stderr)
+            transport, protocol = await loop.connect_write_pipe(
+                lambda: asyncio.StreamReaderProtocol(asyncio.StreamReader()), proc.stdin
             )
-        except (OSError, ValueError, IndexError) as exc:
+            self._pipes.append(transport)
+            self._stdin = asyncio.StreamWriter(transport, protocol, None, loop)
+        except BaseException:
+            self._stdout_closed.set()  # no reader will run: close does not wait for one
             self._stderr_closed.set()
-            raise TransportError(f"start {go_quote(self._command[0] if self._command else '')}: {exc}") from exc
-        self._tg.start_soon(self._read_stdout, deliver, on_closed)
-        self._tg.start_soon(self._drain_stderr)
+            raise
+        self._tg.start_soon(self._read_stdout, stdout, deliver, on_closed)
+        self._tg.start_soon(self._drain_stderr, stderr)
 
-    async def _read_stdout(self, deliver: Deliver, on_closed: OnClosed) -> None:
-        assert self._proc is not None and self._proc.stdout is not None
+    async def _read_pipe(self, loop: asyncio.AbstractEventLoop, pipe: object) -> asyncio.StreamReader:
+        reader = asyncio.StreamReader()
+        transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), pipe)
+        self._pipes.append(transport)
+        return reader
+
+    async def _read_stdout(self, stdout: asyncio.StreamReader, deliver: Deliver, on_closed: OnClosed) -> None:
         buffer = LineBuffer()
         try:
-            while chunk := await self._proc.stdout.read(READ_CHUNK):
+            while chunk := await stdout.read(READ_CHUNK):
                 for line in buffer.feed(chunk):
                     deliver(line)
         except (OSError, ValueError):
@@ -110,10 +99,9 @@ class StdioTransport:
             deliver(rest)
         on_closed("connection closed" if self._closing else "the server closed the connection")
 
-    async def _drain_stderr(self) -> None:
-        assert self._proc is not None and self._proc.stderr is not None
+    async def _drain_stderr(self, stderr: asyncio.StreamReader) -> None:
         try:
-            while chunk := await self._proc.stderr.read(READ_CHUNK):
+            while chunk := await stderr.read(READ_CHUNK):
                 self._tail += chunk
                 if len(self._tail) > STDERR_TAIL_BYTES:
                     del self._tail[: len(self._tail) - STDERR_TAIL_BYTES]
@@ -132,13 +120,13 @@ class StdioTransport:
         return f"; stderr: {go_quote(tail)}" if tail else ""
 
     async def send(self, data: bytes, *, expects_answer: bool, timeout: float | None) -> None:
-        proc = self._proc
-        if proc is None or proc.stdin is None or self._closing:
+        stdin = self._stdin
+        if stdin is None or self._closing:
             raise SessionClosed("connection closed")
         async with self._write_lock:
             try:
-                proc.stdin.write(data + b"\n")
-                await proc.stdin.drain()
+                stdin.write(data + b"\n")
+                await stdin.drain()
             except (OSError, RuntimeError) as exc:  # broken pipe, or a transport closing
                 raise SessionClosed(f"connection closed: {escape(str(exc))}") from exc
 
@@ -159,29 +147,35 @@ class StdioTransport:
         proc = self._proc
         if proc is None:
             return
-        if proc.stdin is not None:
-            with contextlib.suppress(OSError, RuntimeError):
+        with contextlib.suppress(OSError, RuntimeError):
+            if self._stdin is not None:
+                self._stdin.close()
+            elif proc.stdin is not None:
                 proc.stdin.close()
-        with anyio.move_on_after(CLOSE_GRACE):
-            await proc.wait()
+        await _wait_exit(proc, CLOSE_GRACE)
         if proc.returncode is None:
-            self._signal_group(proc.pid, signal.SIGTERM)
-            with anyio.move_on_after(CLOSE_GRACE):
-                await proc.wait()
+            spawn.signal_group(proc.pid, signal.SIGTERM)
+            await _wait_exit(proc, CLOSE_GRACE)
         # Always: the server may be gone while its children (node under npx…) live on.
-        self._signal_group(proc.pid, signal.SIGKILL)
-        await proc.wait()
+        spawn.signal_group(proc.pid, signal.SIGKILL)
+        await _wait_exit(proc, None)
         # A descendant holding the pipes outlives the server by a moment: let the readers
-        # reach the end, then close the process transport, which Python 3.11 leaves open
-        # when the pipes close after the exit (an event loop ending then prints a traceback).
+        # reach the end, then close the pipes whatever is left holding them.
         with anyio.move_on_after(STDERR_WAIT):
             await self._stdout_closed.wait()
             await self._stderr_closed.wait()
-        transport = getattr(proc, "_transport", None)
-        if transport is not None:
+        for transport in self._pipes:
             transport.close()
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):  # also one never handed to a transport
+            if pipe is not None:
+                with contextlib.suppress(OSError):
+                    pipe.close()
 
-    @staticmethod
-    def _signal_group(pgid: int, sig: int) -> None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pgid, sig)
+
+async def _wait_exit(proc: subprocess.Popen[bytes], timeout: float | None) -> None:
+    """Wait until the process has exited (and is reaped), at most ``timeout`` seconds."""
+    pause = EXIT_POLL[0]
+    with anyio.move_on_after(timeout):
+        while proc.poll() is None:
+            await anyio.sleep(pause)
+            pause = min(pause * 2, EXIT_POLL[1])
