@@ -252,16 +252,23 @@ class CallRules:
             return self._collect(tool, run, approval)
         return prose_answer(prose.in_progress())
 
-    def _recover(self, tool: Any, run: Run) -> Step:
+    def _attach(self, run: Run, could_not: str) -> tuple[Session | None, Verdict] | Step:
+        """Attach to a run (collect or take over); what a failed attach answers instead."""
         try:
-            session, verdict = self.gate.attach(run.id)
+            return self.gate.attach(run.id)
         except RunLeased:
             return prose_answer(prose.in_progress())
         except RunStateError:
             return Retry()
         except (StoreError, ValueError) as err:
             self._log_error(f"run {run.id}: {err}")
-            return prose_answer(prose.unavailable(prose.COULD_NOT_RECOVER))
+            return prose_answer(prose.unavailable(could_not))
+
+    def _recover(self, tool: Any, run: Run) -> Step:
+        attached = self._attach(run, prose.COULD_NOT_RECOVER)
+        if not isinstance(attached, tuple):
+            return attached
+        session, verdict = attached
         if verdict.outcome == PENDING and verdict.approval is not None:
             self.write_stderr(prose.operator_cut_off(run.id, tool.name))
             self._operator_hint(verdict.approval, tool.name)
@@ -273,15 +280,10 @@ class CallRules:
         return None
 
     def _collect(self, tool: Any, run: Run, grant: Approval) -> Step:
-        try:
-            session, verdict = self.gate.attach(run.id)
-        except RunLeased:
-            return prose_answer(prose.in_progress())
-        except RunStateError:
-            return Retry()
-        except (StoreError, ValueError) as err:
-            self._log_error(f"run {run.id}: {err}")
-            return prose_answer(prose.unavailable(prose.COULD_NOT_COLLECT))
+        attached = self._attach(run, prose.COULD_NOT_COLLECT)
+        if not isinstance(attached, tuple):
+            return attached
+        session, verdict = attached
         if verdict.outcome == ALLOWED and session is not None:
             return Execute(session, grant)
         if verdict.outcome == PENDING and verdict.approval is not None:
