@@ -24,6 +24,7 @@ from .mcp import CallContext, JsonRpcError, RawJSON, ServerSession, open_stdio
 
 SERVER_INFO = {"name": "gated-tools", "version": __version__}
 ANSWER_GRACE_SECONDS = 5.0  # after a signal, how long the answers in flight may take to be written
+OPEN_REPORT_GRACE_SECONDS = 5.0  # after stdin's end, how long an opening still in progress may take
 
 
 def tool_result(text: str, *, is_error: bool, structured: str | None = None) -> dict[str, Any]:
@@ -163,6 +164,10 @@ async def run_session(proxy: Proxy, session: ServerSession, *, handle_signals: b
         tg.start_soon(stop_accepting_at_eof)
         await session.run()  # returns at stdin's end once the calls in flight are answered
         await proxy.drain()
+        # A host that left at once must still learn why the proxy could not open (a missing
+        # manifest, a refused server): give the opening a moment to finish and say so.
+        with anyio.move_on_after(OPEN_REPORT_GRACE_SECONDS):
+            await proxy.ready.wait()
         tg.cancel_scope.cancel()
     if proxy.failed is not None:
         code = 1

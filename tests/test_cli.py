@@ -212,3 +212,14 @@ def test_flag_errors(argv: list[str], message: str) -> None:
 def test_a_non_numeric_integer_flag_is_a_usage_error() -> None:
     with pytest.raises(UsageError, match="not a whole number"):
         flags.parse(["-limit", "x"], options=("limit",)).integer("limit", 50)
+
+
+@pytest.mark.program
+def test_a_proxy_whose_host_leaves_at_once_still_says_why_it_could_not_open(tmp_path: Path) -> None:
+    """stdin closed at start (a host that gave up): a missing manifest is still one line, exit 1."""
+    from harness import write_config
+
+    config = write_config(tmp_path)  # never pinned: the manifest does not exist
+    done = run_program(["serve", "-config", str(config)], timeout=60)
+    assert done.returncode == 1, done.stderr
+    assert "manifest" in done.stderr and "Traceback" not in done.stderr
