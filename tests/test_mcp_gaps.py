@@ -176,10 +176,11 @@ def test_a_maximum_moving_from_2_53_plus_1_to_2_53_refuses_the_tool(tmp_path: Pa
 def test_load_fails_on_a_listing_that_never_answers_naming_the_step_and_the_bound_with_no_report(
     tmp_path: Path,
 ) -> None:
-    # TestServer_ConnectTimeoutBoundsAListingThatNeverAnswers (the Load half)
+    # TestServer_ConnectTimeoutBoundsAListingThatNeverAnswers (the Load half). The original used 50 ms;
+    # 1 s keeps the meaning (the listing, not the start, is what times out) on a loaded 2-core machine.
     script = tmp_path / "script.json"
     write_script(script, tools=tools_text(("read_file", OBJECT)))
-    config_path = write_config(tmp_path, script, {"read_file": {"side_effect": "read_only"}}, connect_timeout="50ms")
+    config_path = write_config(tmp_path, script, {"read_file": {"side_effect": "read_only"}}, connect_timeout="1s")
     assert pin(config_path)[0] == 0
     write_script(script, list="silent")
     config = load_config(config_path)
@@ -189,18 +190,18 @@ def test_load_fails_on_a_listing_that_never_answers_naming_the_step_and_the_boun
     started = time.monotonic()
     with pytest.raises(ConnectError) as caught:
         anyio.run(lambda: load(server, manifest, pinning.default_connector(server), repeat_window=0))
-    assert str(caught.value).startswith('mcp: server "fs": list tools: timed out after 50ms')
+    assert str(caught.value).startswith('mcp: server "fs": list tools: timed out after 1s')
     assert not isinstance(caught.value, LoadError)  # so it carries no report
     assert time.monotonic() - started < 6
 
     with pytest.raises(OpenError) as opened:
         anyio.run(lambda: open_servers(config))
-    assert str(opened.value).startswith('mcp: server "fs": list tools: timed out after 50ms')
+    assert str(opened.value).startswith('mcp: server "fs": list tools: timed out after 1s')
     assert opened.value.reports == []
 
     code, out, err = check(config_path)
     assert code == 1 and out == ""
-    assert err.startswith('agentrt-proxy: error: mcp: server "fs": list tools: timed out after 50ms')
+    assert err.startswith('agentrt-proxy: error: mcp: server "fs": list tools: timed out after 1s')
 
 
 # ------------------------------------------------------------ §5.13 #7: an outer cancellation is not a timeout
