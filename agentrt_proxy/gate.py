@@ -79,6 +79,27 @@ from .policy import (
     ToolRequest,
     ToolSpec,
 )
+from .prose import (
+    ERR_LEASE_EXPIRED as ERR_LEASE_EXPIRED,
+)
+from .prose import (
+    ERR_LEASE_OTHER as ERR_LEASE_OTHER,
+)
+from .prose import (
+    ERR_LIMITS as ERR_LIMITS,
+)
+from .prose import (
+    ERR_NO_STEP as ERR_NO_STEP,
+)
+from .prose import (
+    ERR_NOT_ALLOWED as ERR_NOT_ALLOWED,
+)
+from .prose import (
+    ERR_OPEN_STEP as ERR_OPEN_STEP,
+)
+from .prose import (  # the module's sentences live with every other sentence
+    ERR_SESSION_CLOSED as ERR_SESSION_CLOSED,
+)
 from .store import (
     MSG_RUN_STATE,
     Approval,
@@ -96,17 +117,6 @@ from .store import (
     go_json,
     new_id,
 )
-
-# ---------------------------------------------------------------------------
-# Operator-facing sentences (to move into prose.py in one step).
-ERR_SESSION_CLOSED = "agentrt: the session is closed"
-ERR_OPEN_STEP = "agentrt: run {run_id} already has an open step"
-ERR_NO_STEP = "agentrt: run {run_id} has no open step to decide"
-ERR_NOT_ALLOWED = "agentrt: run {run_id} has no allowed request to execute"
-ERR_LEASE_EXPIRED = "agentrt: the lease on run {run_id} expired at {at}"
-ERR_LEASE_OTHER = "agentrt: run {run_id} is no longer leased by this gate"
-ERR_LIMITS = "agentrt: limits need max_steps, max_consecutive_tool_failures and loop_threshold above zero"
-# ---------------------------------------------------------------------------
 
 RECORD_GRACE_S = 5.0  # a tool is bounded by its spec's timeout plus this, as a safety net
 

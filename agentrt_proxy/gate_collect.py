@@ -40,16 +40,27 @@ from .store import ApprovalHashError, Run, RunLeased, RunStateError, Step, Tx, g
 if TYPE_CHECKING:
     from .gate import Gate, Session
 
-# ---------------------------------------------------------------------------
-# Operator-facing sentences (to move into prose.py in one step).
-ERR_TERMINAL = "agentrt: run {run_id} is {status} and cannot be resumed"
-ERR_NO_AWAITING = "agentrt: run {run_id} has no step awaiting approval"
-ERR_NOT_APPROVED = "agentrt: approval {id} of run {run_id} is {status}, not approved"
-ERR_TOOL_GONE = "agentrt: tool {name} of run {run_id} is no longer registered"
-ERR_APPROVAL_HASH = "agentrt: approval {id}: its stored fields no longer hash to its hash"
-DETAIL_NOT_JSON = "its recorded arguments are not usable JSON"
-DETAIL_SCHEMA = "its arguments do not match the current schema: {error}"
-# ---------------------------------------------------------------------------
+from .prose import (
+    DETAIL_NOT_JSON as DETAIL_NOT_JSON,
+)
+from .prose import (
+    DETAIL_SCHEMA as DETAIL_SCHEMA,
+)
+from .prose import (
+    ERR_APPROVAL_HASH as ERR_APPROVAL_HASH,
+)
+from .prose import (
+    ERR_NO_AWAITING as ERR_NO_AWAITING,
+)
+from .prose import (
+    ERR_NOT_APPROVED as ERR_NOT_APPROVED,
+)
+from .prose import (  # the module's sentences live with every other sentence
+    ERR_TERMINAL as ERR_TERMINAL,
+)
+from .prose import (
+    ERR_TOOL_GONE as ERR_TOOL_GONE,
+)
 
 
 def attach(gate: Gate, run_id: str) -> tuple[Session | None, Verdict]:

@@ -16,44 +16,97 @@ from typing import Any
 from . import canonical, durations, outcomes
 from .canonical import Number
 from .policy import PolicyDecision, RunView, ToolRequest
-from .store import Approval, Raw, Run, Step, Tx, go_json, new_id
-
-# ---------------------------------------------------------------------------
-# Operator-facing sentences (to move into prose.py in one step).
-ERR_NO_KIND = "decision has no kind"
-ERR_NO_TOOL = "tool_call without a tool name"
-ERR_UNKNOWN_TOOL = 'unknown tool "{name}"'
-ERR_UNKNOWN_KIND = 'unknown decision kind "{kind}"'
-ERR_UNKNOWN_ORIGIN = 'unknown decision origin "{origin}"'
-ERR_ARGS_UNUSABLE = "arguments are not usable JSON: {reason}"
-ERR_ARGS_SCHEMA = "arguments do not match schema: {error}"
-SUMMARY_INVALID = "invalid decision: {error}"
-SUMMARY_INVALID_RESUME = "invalid decision on resume: {error}"
-SUMMARY_DENIED = "denied: {reason}"
-SUMMARY_ABORTED = "aborted: {reason}"
-SUMMARY_DENIED_RESUME = "denied on resume: {reason}"
-SUMMARY_ABORTED_RESUME = "aborted on resume: {reason}"
-SUMMARY_REJECTED = "approval rejected: {note}"
-SUMMARY_TOOL_ERROR = "{tool} {failure}: {error}"
-SUMMARY_INVALID_CONTENT = "{tool} returned content is not usable JSON: {reason}"
-SUMMARY_CANCELLED = "{tool} was cancelled and its outcome is unknown: {error}"
-SUMMARY_PANIC = "{tool} panicked"
-SUMMARY_INTERRUPTED = "step interrupted while {status}"
-SUMMARY_OPERATOR_CANCEL = "cancelled by operator: {note}"
-DETAIL_STEP_LIMIT = "step limit {n} reached"
-DETAIL_FAILURES = "{n} consecutive failed steps"
-DETAIL_LOOP = "{tool} produced the same observation {n} times in a row"
-DETAIL_EXPIRED = "approval {id} expired"
-DETAIL_POLICY_ERROR = "policy error: {error}"
-DETAIL_POLICY_RUN = "policy: {error}"
-DETAIL_UNKNOWN_OUTCOME = 'unknown policy outcome "{outcome}"'
-DETAIL_CONFLICT = (
-    "step {n} was interrupted while executing a tool call whose outcome is unknown, and it cannot wait for an "
-    "operator: {detail}"
+from .prose import (
+    DETAIL_CONFLICT as DETAIL_CONFLICT,
 )
-ERR_RPC = "{tool}: the server answered with JSON-RPC error {code}: {message}"
-ERR_NO_ANSWER = "{tool}: no answer from the server ({kind}): {detail}"
-# ---------------------------------------------------------------------------
+from .prose import (
+    DETAIL_EXPIRED as DETAIL_EXPIRED,
+)
+from .prose import (
+    DETAIL_FAILURES as DETAIL_FAILURES,
+)
+from .prose import (
+    DETAIL_LOOP as DETAIL_LOOP,
+)
+from .prose import (
+    DETAIL_POLICY_ERROR as DETAIL_POLICY_ERROR,
+)
+from .prose import (
+    DETAIL_POLICY_RUN as DETAIL_POLICY_RUN,
+)
+from .prose import (
+    DETAIL_STEP_LIMIT as DETAIL_STEP_LIMIT,
+)
+from .prose import (
+    DETAIL_UNKNOWN_OUTCOME as DETAIL_UNKNOWN_OUTCOME,
+)
+from .prose import (
+    ERR_ARGS_SCHEMA as ERR_ARGS_SCHEMA,
+)
+from .prose import (
+    ERR_ARGS_UNUSABLE as ERR_ARGS_UNUSABLE,
+)
+from .prose import (
+    ERR_NO_ANSWER as ERR_NO_ANSWER,
+)
+from .prose import (  # the module's sentences live with every other sentence
+    ERR_NO_KIND as ERR_NO_KIND,
+)
+from .prose import (
+    ERR_NO_TOOL as ERR_NO_TOOL,
+)
+from .prose import (
+    ERR_RPC as ERR_RPC,
+)
+from .prose import (
+    ERR_UNKNOWN_KIND as ERR_UNKNOWN_KIND,
+)
+from .prose import (
+    ERR_UNKNOWN_ORIGIN as ERR_UNKNOWN_ORIGIN,
+)
+from .prose import (
+    ERR_UNKNOWN_TOOL as ERR_UNKNOWN_TOOL,
+)
+from .prose import (
+    SUMMARY_ABORTED as SUMMARY_ABORTED,
+)
+from .prose import (
+    SUMMARY_ABORTED_RESUME as SUMMARY_ABORTED_RESUME,
+)
+from .prose import (
+    SUMMARY_CANCELLED as SUMMARY_CANCELLED,
+)
+from .prose import (
+    SUMMARY_DENIED as SUMMARY_DENIED,
+)
+from .prose import (
+    SUMMARY_DENIED_RESUME as SUMMARY_DENIED_RESUME,
+)
+from .prose import (
+    SUMMARY_INTERRUPTED as SUMMARY_INTERRUPTED,
+)
+from .prose import (
+    SUMMARY_INVALID as SUMMARY_INVALID,
+)
+from .prose import (
+    SUMMARY_INVALID_CONTENT as SUMMARY_INVALID_CONTENT,
+)
+from .prose import (
+    SUMMARY_INVALID_RESUME as SUMMARY_INVALID_RESUME,
+)
+from .prose import (
+    SUMMARY_OPERATOR_CANCEL as SUMMARY_OPERATOR_CANCEL,
+)
+from .prose import (
+    SUMMARY_PANIC as SUMMARY_PANIC,
+)
+from .prose import (
+    SUMMARY_REJECTED as SUMMARY_REJECTED,
+)
+from .prose import (
+    SUMMARY_TOOL_ERROR as SUMMARY_TOOL_ERROR,
+)
+from .store import Approval, Raw, Run, Step, Tx, go_json, new_id
 
 # run statuses
 RUNNING = "RUNNING"

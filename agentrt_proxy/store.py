@@ -71,15 +71,24 @@ __all__ = [
     "new_id",
 ]
 
-# ---------------------------------------------------------------------------
-# Operator-facing sentences (to move into prose.py in one step).
-MSG_RUN_STATE = "agentrt: run {run_id} is not {expected}"
-MSG_RUN_LEASED = "agentrt: run {run_id} is leased by {owner} until {until}"
-MSG_SEQ_GAP = "seq {seq} follows {prev}: an event is missing"
-MSG_FIRST_GAP = "the first event is seq {seq}: an event is missing"
-MSG_HASH_MISMATCH = "the stored hash is not the one the event's fields and the previous event's hash give"
-ERR_TX_FAILED = "agentrt: the write transaction was rolled back: a write inside it failed"
-# ---------------------------------------------------------------------------
+from .prose import (
+    ERR_TX_FAILED as ERR_TX_FAILED,
+)
+from .prose import (
+    MSG_FIRST_GAP as MSG_FIRST_GAP,
+)
+from .prose import (
+    MSG_HASH_MISMATCH as MSG_HASH_MISMATCH,
+)
+from .prose import (
+    MSG_RUN_LEASED as MSG_RUN_LEASED,
+)
+from .prose import (  # the module's sentences live with every other sentence
+    MSG_RUN_STATE as MSG_RUN_STATE,
+)
+from .prose import (
+    MSG_SEQ_GAP as MSG_SEQ_GAP,
+)
 
 MAX_PAGE = 1000
 BUSY_TIMEOUT_MS = 5000  # how long a statement waits for another connection's lock

@@ -15,24 +15,33 @@ import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 
-# ---------------------------------------------------------------------------
-# Operator-facing sentences (to move into prose.py in one step).
-MSG_SYMLINK = "agentrt: {path} is a symbolic link: refusing to open a database through a link"
-MSG_NOT_REGULAR = "agentrt: {path} is not a regular file"
-MSG_INSECURE = (
-    "agentrt: {path} has mode {mode:04o}: group or others can write it, and whoever can write the "
-    "database can forge approvals; fix it with: chmod 600 {path}"
+from .prose import (
+    MSG_INDEX_NEWER as MSG_INDEX_NEWER,
 )
-MSG_SIDECAR_OWNER = "agentrt: {path} is owned by another user than the database beside it"
-MSG_SCHEMA_NEWER = "agentrt: the database is at version {found}, this build writes {known}"
-MSG_SCHEMA_OLDER = "agentrt: the database is at version {found}, this build writes {known}: open it for writing once"
-MSG_UNSAFE = "agentrt: the database contains a {kind} ({name}); the runtime creates none, refusing to open it"
-MSG_INDEX_NEWER = (
-    "proxy: the database's call index is at version {found} and this build knows {known}: "
-    "a newer agentrt-proxy migrated it"
+from .prose import (
+    MSG_INSECURE as MSG_INSECURE,
 )
-MSG_MISSING = "agentrt: {path} does not exist"
-# ---------------------------------------------------------------------------
+from .prose import (
+    MSG_MISSING as MSG_MISSING,
+)
+from .prose import (
+    MSG_NOT_REGULAR as MSG_NOT_REGULAR,
+)
+from .prose import (
+    MSG_SCHEMA_NEWER as MSG_SCHEMA_NEWER,
+)
+from .prose import (
+    MSG_SCHEMA_OLDER as MSG_SCHEMA_OLDER,
+)
+from .prose import (
+    MSG_SIDECAR_OWNER as MSG_SIDECAR_OWNER,
+)
+from .prose import (  # the module's sentences live with every other sentence
+    MSG_SYMLINK as MSG_SYMLINK,
+)
+from .prose import (
+    MSG_UNSAFE as MSG_UNSAFE,
+)
 
 
 class StoreError(Exception):
