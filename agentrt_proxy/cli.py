@@ -124,7 +124,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     run = _load(name)
     if run is None:
-        sys.stderr.write(f"{PROGRAM}: {name} is not built yet in this version\n")
+        # Every command ships in the package: only a damaged copy of the program gets here.
+        sys.stderr.write(f"{PROGRAM}: {name}: this copy of the program lacks {COMMANDS[name][0]}; reinstall it\n")
         return 1
     try:
         return run(args)
