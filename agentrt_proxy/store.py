@@ -553,6 +553,18 @@ def _connect(path: str, readonly: bool, create: bool = True) -> sqlite3.Connecti
     return conn
 
 
+def _connect_existing(path: str, readonly: bool) -> sqlite3.Connection:
+    """A connection to a database that must already be this build's: never created or migrated."""
+    conn = _connect(path, readonly=readonly, create=False)
+    try:
+        refuse_unsafe_schema(conn)
+        check_versions(conn, exact=True)
+    except BaseException:
+        conn.close()
+        raise
+    return conn
+
+
 def _switch_to_wal(conn: sqlite3.Connection) -> None:
     # SQLite answers BUSY to a concurrent first switch without waiting: retry for 5 s.
     deadline = time.monotonic() + 5.0
@@ -616,14 +628,7 @@ class Store:
         readonly = cls.open_readonly(path)  # the same refusals: symlink, modes, schema, version
         readonly.close()
         check_modes(path, writer=True)
-        conn = _connect(path, readonly=False, create=False)
-        try:
-            refuse_unsafe_schema(conn)
-            check_versions(conn, exact=True)
-        except BaseException:
-            conn.close()
-            raise
-        return cls(path, conn, readonly=False)
+        return cls(path, _connect_existing(path, readonly=False), readonly=False)
 
     @classmethod
     def open_readonly(cls, path: str) -> Store:
@@ -631,14 +636,7 @@ class Store:
         if not os.path.exists(path):
             raise NotFound(MSG_MISSING.format(path=path))
         check_modes(path, writer=False)
-        conn = _connect(path, readonly=True)
-        try:
-            refuse_unsafe_schema(conn)
-            check_versions(conn, exact=True)
-        except BaseException:
-            conn.close()
-            raise
-        return cls(path, conn, readonly=True)
+        return cls(path, _connect_existing(path, readonly=True), readonly=True)
 
     def close(self) -> None:
         with self._lock:
