@@ -13,6 +13,7 @@ from typing import Any
 
 import anyio
 import pytest
+from processes import alive
 
 from agentrt_proxy.mcp import ConfigError, ConnectError, ServerSpec, child_env, open_connection
 from agentrt_proxy.outcomes import NoAnswer, Refused, Result, RpcError
@@ -241,18 +242,6 @@ async def test_exactly_1000_tools_and_100_pages_are_allowed() -> None:
 # ------------------------------------------------------------ process group
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:  # a zombie still answers kill(0); read its state
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return True
-
-
 @pytest.mark.skipif(sys.platform == "win32", reason="process groups are Unix")
 async def test_close_kills_the_servers_descendants(tmp_path: Path) -> None:
     pidfile = tmp_path / "pid"
@@ -261,10 +250,10 @@ async def test_close_kills_the_servers_descendants(tmp_path: Path) -> None:
             while not pidfile.exists() or not pidfile.read_text():
                 await anyio.sleep(0.02)
         grandchild = int(pidfile.read_text())
-        assert _alive(grandchild)
+        assert alive(grandchild)
     deadline = time.monotonic() + 5
-    while _alive(grandchild) and time.monotonic() < deadline:
+    while alive(grandchild) and time.monotonic() < deadline:
         time.sleep(0.05)
-    if _alive(grandchild):
+    if alive(grandchild):
         os.kill(grandchild, signal.SIGKILL)
         pytest.fail("the grandchild ignoring SIGTERM survived close")

@@ -23,6 +23,7 @@ from typing import Any
 
 import anyio
 import pytest
+from processes import alive
 
 from agentrt_proxy import canonical, pinning
 from agentrt_proxy.config import ConfigError, Rule, load_config, read_rules
@@ -207,23 +208,11 @@ def test_load_fails_on_a_listing_that_never_answers_naming_the_step_and_the_boun
 # ------------------------------------------------------------ §5.13 #7: an outer cancellation is not a timeout
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:  # a zombie still answers kill(0); read its state
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(")")[-1].split()[0] != "Z"
-    except OSError:
-        return True
-
-
 def _wait_dead(pid: int, seconds: float = 5) -> bool:
     deadline = time.monotonic() + seconds
-    while _alive(pid) and time.monotonic() < deadline:
+    while alive(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
-    if _alive(pid):
+    if alive(pid):
         os.kill(pid, signal.SIGKILL)
         return False
     return True
@@ -294,7 +283,7 @@ def test_the_servers_descendants_die_after_pin_and_after_load(tmp_path: Path) ->
         opened = await open_servers(load_config(config_path))
         try:
             assert [tool.name for tool in opened.tools] == ["fs_read_file"]
-            assert _alive(int(pidfile.read_text()))
+            assert alive(int(pidfile.read_text()))
         finally:
             await opened.aclose()
 

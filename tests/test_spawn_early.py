@@ -18,6 +18,7 @@ from typing import Any
 import anyio
 import pytest
 from conftest import checked_target, target_argv, target_env
+from processes import alive
 
 from agentrt_proxy.config import ServerConfig
 from agentrt_proxy.mcp import ServerSpec, child_env, open_connection
@@ -41,22 +42,6 @@ MARKER = """\
 import sys
 open(sys.argv[1], "w").close()
 """
-
-
-def alive(pid: int) -> bool:
-    """Running, and not a zombie waiting for a parent that may never reap it."""
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            state = f.read().rsplit(")", 1)[1].split()[0]
-    except FileNotFoundError:
-        return False
-    except OSError:  # pragma: no cover - off Linux
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return False
-        return True
-    return state != "Z"
 
 
 def wait_dead(pids: list[int], seconds: float = 5.0) -> list[int]:
