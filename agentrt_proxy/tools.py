@@ -10,6 +10,7 @@ gate executes: its spec, the operator's fixed and denied parameters, and ``call`
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import re
 import time
@@ -501,9 +502,53 @@ class _Context:
     upstream: Upstream | None
 
 
-def _build(ctx: _Context, pinned: PinnedTool, rule: Rule, live: LiveTool | None) -> LoadedTool:
-    """One pinned, classified tool through checks 1-13; raises ``_Refusal`` at the first failure."""
-    server = ctx.server
+@dataclass(frozen=True)
+class Prepared:
+    """One pinned tool's checks that need no listing, decided from its manifest entry.
+
+    Every check after the hints (the timeout, the name, the schema's shape, that it is
+    self-contained, the hidden and fixed parameters, the runtime's acceptance) depends only
+    on the schema's canonical form, the rule and the server's entry. ``decide`` uses this
+    when the live schema's form is exactly ``form``, after the checks that need the listing;
+    otherwise it runs them itself.
+    """
+
+    form: bytes
+    tool: LoadedTool | None  # None when refused; without the upstream and hint the listing decides
+    refusal: str = ""
+
+
+def prepare(server: ServerConfig, manifest: Manifest, *, repeat_window: int) -> dict[str, Prepared]:
+    """The checks that need no listing, for every classified pinned tool (``Prepared``).
+
+    ``load`` runs this while the server starts, so that once it lists only the checks that
+    need the listing remain (the cold start, decision 0009). A tool whose checks raise
+    anything but a refusal is left out: ``decide`` meets it again, in its order.
+    """
+    ctx = _Context(server, repeat_window, None)
+    prepared: dict[str, Prepared] = {}
+    for tool_name, pinned in manifest.tools.items():
+        rule = server.rules.get(tool_name)
+        if rule is None:
+            continue
+        try:
+            tool = _offer(ctx, pinned, rule, pinned.input_schema, hint="")
+        except _Refusal as refusal:
+            prepared[tool_name] = Prepared(pinned.input_schema, None, str(refusal))
+        except Exception:
+            continue
+        else:
+            prepared[tool_name] = Prepared(pinned.input_schema, tool)
+    return prepared
+
+
+def _build(
+    ctx: _Context, pinned: PinnedTool, rule: Rule, live: LiveTool | None, prepared: Prepared | None = None
+) -> LoadedTool:
+    """One pinned, classified tool through every check; raises ``_Refusal`` at the first failure.
+
+    The checks after the hints come from ``prepared`` when it was decided on this very form.
+    """
     if live is None:
         raise _Refusal("the server no longer offers it")
     try:
@@ -517,6 +562,17 @@ def _build(ctx: _Context, pinned: PinnedTool, rule: Rule, live: LiveTool | None)
     hint = _hint_mismatch(rule, pinned, live)
     if hint and not rule.allow_hint_mismatch:
         raise _Refusal(hint)
+    if prepared is None or prepared.form != form:
+        return _offer(ctx, pinned, rule, form, hint=hint)
+    if prepared.tool is None:
+        raise _Refusal(prepared.refusal)
+    return dataclasses.replace(prepared.tool, hint_mismatch=hint, upstream=ctx.upstream)
+
+
+def _offer(ctx: _Context, pinned: PinnedTool, rule: Rule, form: bytes, *, hint: str) -> LoadedTool:
+    """The checks after the hints, on the schema's canonical form (the pinned one, or the live one
+    once its hash matched the pin's)."""
+    server = ctx.server
     timeout = rule.timeout or server.default_timeout
     if not timeout:
         raise _Refusal("no timeout: set Rule.Timeout or Server.DefaultTimeout")
@@ -588,11 +644,13 @@ def decide(
     *,
     repeat_window: int,
     upstream: Upstream | None = None,
+    prepared: Mapping[str, Prepared] | None = None,
 ) -> tuple[list[LoadedTool], Report]:
     """Decide every pinned tool against the live listing (pure; spec §1.11).
 
     Returns the registered tools in the server's tool-name order and the report. Raises
-    ``LoadError`` (with the report) when nothing registers.
+    ``LoadError`` (with the report) when nothing registers. ``prepared`` (``prepare`` on the
+    same server and manifest) saves the checks after the hints where the schema is the pinned one.
     """
     check_manifest(server, manifest)
     listing = {tool.name: tool for tool in live}
@@ -606,7 +664,8 @@ def decide(
             report.unclassified.append(tool_name)
             continue
         try:
-            tool = _build(ctx, manifest.tools[tool_name], rule, listing.get(tool_name))
+            earlier = prepared.get(tool_name) if prepared is not None else None
+            tool = _build(ctx, manifest.tools[tool_name], rule, listing.get(tool_name), earlier)
             if tool.name in taken:
                 raise _Refusal(
                     f"the name {prose.go_quote(tool.name)} is already taken by tool {prose.go_quote(taken[tool.name])}"
@@ -648,27 +707,62 @@ async def load(
     ``connect(timeout_seconds)`` opens the connection and lists its tools, raising its own
     named phase errors. On any failure the connection is closed; ``LoadError.report`` is
     set only when the load got as far as deciding (nothing registered).
+
+    The checks that need no listing (``prepare``) run in a worker thread while the server
+    starts, so the listing is followed only by the checks that need it (decision 0009).
     """
-    manifest = check_manifest(server, manifest)
+    checked = check_manifest(server, manifest)
     bound = server.connect_timeout / 1e9
     deadline = time.monotonic() + bound
-    connection, listing = await connect(bound)
-    try:
-        remaining = deadline - time.monotonic()
-        with anyio.fail_after(max(remaining, 0)):
-            tools, report = await anyio.to_thread.run_sync(
-                lambda: decide(server, manifest, listing, repeat_window=repeat_window, upstream=connection),
-                abandon_on_cancel=True,
-            )
-    except TimeoutError:
-        await _close_quietly(connection)
-        raise LoadError(
-            f"mcp: server {prose.go_quote(server.name)}: load: timed out after {format_go(server.connect_timeout)}"
-        ) from None
-    except BaseException:
-        await _close_quietly(connection)
-        raise
-    return connection, tools, report
+    prepared: dict[str, Prepared] = {}
+    prepared_ready = anyio.Event()
+
+    async def prepare_meanwhile() -> None:
+        try:
+            with contextlib.suppress(Exception):  # nothing prepared: decide runs every check itself
+                prepared.update(
+                    await anyio.to_thread.run_sync(
+                        lambda: prepare(server, checked, repeat_window=repeat_window), abandon_on_cancel=True
+                    )
+                )
+        finally:
+            prepared_ready.set()
+
+    async def connect_and_decide() -> tuple[Connection, list[LoadedTool], Report]:
+        connection, listing = await connect(bound)
+        try:
+            remaining = deadline - time.monotonic()
+            with anyio.fail_after(max(remaining, 0)):
+                await prepared_ready.wait()
+                tools, report = await anyio.to_thread.run_sync(
+                    lambda: decide(
+                        server, checked, listing, repeat_window=repeat_window, upstream=connection, prepared=prepared
+                    ),
+                    abandon_on_cancel=True,
+                )
+        except TimeoutError:
+            await _close_quietly(connection)
+            raise LoadError(
+                f"mcp: server {prose.go_quote(server.name)}: load: timed out after {format_go(server.connect_timeout)}"
+            ) from None
+        except BaseException:
+            await _close_quietly(connection)
+            raise
+        return connection, tools, report
+
+    loaded: tuple[Connection, list[LoadedTool], Report] | None = None
+    failure: Exception | None = None
+    async with anyio.create_task_group() as group:
+        group.start_soon(prepare_meanwhile)
+        try:
+            loaded = await connect_and_decide()
+        except Exception as err:  # raised as itself below, not inside the group's ExceptionGroup
+            failure = err
+        group.cancel_scope.cancel()
+    if failure is not None:
+        raise failure
+    assert loaded is not None
+    return loaded
 
 
 async def _close_quietly(connection: Connection) -> None:

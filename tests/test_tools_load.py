@@ -11,6 +11,7 @@ import json
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -578,3 +579,96 @@ def test_the_report_escapes_what_the_server_chose() -> None:
     assert report.lines()[-1] == (
         "fs: unpinned x \\x1b[2Kfs: registered evil as fs_evil (read_only)\\u{202e}: not in the manifest"
     )
+
+
+# ------------------------------------------- the checks that need no listing (decision 0009)
+
+
+def loaded_view(loaded: list[LoadedTool]) -> list[tuple[Any, ...]]:
+    """What a loaded tool is, field by field, with the compiled parts as what they compile."""
+    fields = ("name", "server", "remote", "side_effect", "spec", "schema_text", "fixed", "deny", "outcome",
+              "repeat_window", "hint_mismatch", "upstream")
+    return [
+        (*(getattr(t, f) for f in fields), t.validator.schema, t.known_answer.pattern) for t in loaded
+    ]
+
+
+def test_prepared_checks_register_and_refuse_exactly_as_the_checks_after_the_listing() -> None:
+    # no original: the cold start (decision 0009)
+    schemas = {
+        "read_file": READ_SCHEMA,
+        "write_file": WRITE_SCHEMA,
+        "string": {"type": "string"},
+        "hides_badly": {**READ_SCHEMA, "anyOf": [{"required": ["path"]}]},
+        "rejected": {"type": "object", "properties": {"n": {"type": "string", "minLength": "two"}}},
+    }
+    listing = [live(name, schema, name) for name, schema in schemas.items()]
+    listing[0] = live("read_file", READ_SCHEMA, "Read a file.", {"readOnlyHint": True})
+    listing[1] = live("write_file", WRITE_SCHEMA, "Write a file.", {})  # claims nothing: a hint mismatch
+    rules = {
+        "read_file": READ,
+        "write_file": Rule(side_effect="read_only", allow_hint_mismatch=True, fixed={"root": "/srv"}),
+        "string": WRITE,
+        "hides_badly": Rule(side_effect="read_only", deny=("path",), allow_hint_mismatch=True),
+        "rejected": WRITE,
+    }
+    server, manifest, upstream = fs_server(rules), pin(listing), FakeUpstream()
+    prepared = tools.prepare(server, manifest, repeat_window=7 * SECOND)
+    assert sorted(prepared) == sorted(rules)
+    with_prepared = decide(server, manifest, listing, repeat_window=7 * SECOND, upstream=upstream, prepared=prepared)
+    without = decide(server, manifest, listing, repeat_window=7 * SECOND, upstream=upstream)
+    assert loaded_view(with_prepared[0]) == loaded_view(without[0])
+    assert [t.remote for t in with_prepared[0]] == ["read_file", "write_file"]
+    assert with_prepared[0][1].hint_mismatch == "classified read_only, but the server does not claim readOnlyHint"
+    assert all(t.upstream is upstream for t in with_prepared[0])
+    assert str(with_prepared[1]) == str(without[1])
+    assert set(reasons(with_prepared[1])) == {"string", "hides_badly", "rejected"}
+
+
+def test_a_prepared_result_is_used_only_for_the_very_schema_it_was_decided_on() -> None:
+    # no original: the cold start (decision 0009). A manifest whose schema_hash names the live
+    # schema while its input_schema says something else: the live schema is what is checked.
+    listing = fs_listing()
+    manifest = pin(listing)
+    pinned = manifest.tools["read_file"]
+    edited = Manifest(
+        server=manifest.server,
+        pinned_at=manifest.pinned_at,
+        tools={**manifest.tools, "read_file": replace(pinned, input_schema=b'{"type":"string"}')},
+    )
+    server = fs_server({"read_file": READ})
+    prepared = tools.prepare(server, edited, repeat_window=0)
+    assert prepared["read_file"].tool is None
+    assert prepared["read_file"].refusal == 'the input schema is not an object schema ("type":"object")'
+    loaded, report = decide(server, edited, listing, repeat_window=0, prepared=prepared)
+    assert [t.name for t in loaded] == ["fs_read_file"] and report.refused == []
+    assert json.loads(loaded[0].schema_text) == READ_SCHEMA
+
+
+def test_the_checks_that_need_no_listing_run_while_the_server_starts(monkeypatch: pytest.MonkeyPatch) -> None:
+    # no original: the cold start (decision 0009). The listing is held back until the
+    # runtime's acceptance (the last of those checks) has run for every tool: load must
+    # have started them before the server listed, and does not run them again after.
+    real = gate_schema.validator
+    accepted: list[Any] = []
+    both_accepted = threading.Event()
+
+    def counted(schema: Any) -> Any:
+        accepted.append(schema)
+        if len(accepted) == 2:
+            both_accepted.set()
+        return real(schema)
+
+    monkeypatch.setattr(gate_schema, "validator", counted)
+    connection = FakeUpstream()
+
+    async def connect(timeout: float) -> tuple[FakeUpstream, list[LiveTool]]:
+        await anyio.to_thread.run_sync(both_accepted.wait, 10.0)
+        assert both_accepted.is_set(), "the checks did not run before the listing"
+        return connection, fs_listing()
+
+    server = fs_server({"read_file": READ, "write_file": WRITE})
+    opened, loaded, report = anyio.run(lambda: load(server, pin(fs_listing()), connect, repeat_window=0))
+    assert opened is connection and [t.remote for t in loaded] == ["read_file", "write_file"]
+    assert len(accepted) == 2
+    assert all(t.upstream is connection for t in loaded) and report.refused == []
