@@ -29,13 +29,14 @@ def _compile(schema: Any) -> Any:
     plain = canonical.to_python(schema)
     if isinstance(plain, dict) and "$schema" in plain:
         cls = jsonschema.validators.validator_for(plain, default=Draft202012Validator)
+        cls.check_schema(plain)
     else:
-        cls = Draft202012Validator
         try:
-            cls.check_schema(plain)
+            Draft202012Validator.check_schema(plain)
+            cls = Draft202012Validator
         except jsonschema.SchemaError:
             cls = Draft7Validator
-    cls.check_schema(plain)
+            cls.check_schema(plain)
     return cls(plain, registry=referencing.Registry())
 
 
