@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib
 import os
-import shlex
 import sys
 from collections.abc import Callable
 
@@ -88,6 +87,8 @@ def program_invocation() -> str:
     """How the operator runs this same program, for lines that say what to type next."""
     argv0 = sys.argv[0] if sys.argv else ""
     if argv0.endswith(".pyz"):
+        import shlex
+
         return f"python3 {shlex.quote(os.path.abspath(argv0))}"
     return PROGRAM
 

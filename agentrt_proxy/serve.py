@@ -13,7 +13,6 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any
 
-from . import prose
 from .config import ConfigError, check_database_file, check_reach, load_config
 from .flags import UsageError, parse
 
@@ -33,7 +32,9 @@ def command(argv: list[str]) -> int:
         check_database_file(config.database)
         check_reach(config)  # before any server starts: a server it refuses never runs
     except ConfigError as err:
-        sys.stderr.write(prose.operator_error(str(err)))
+        from .prose import operator_error
+
+        sys.stderr.write(operator_error(str(err)))
         return 1
     from .mcp.spawn import kill_unadopted, start_early
 

@@ -170,3 +170,34 @@ async def test_the_transport_adopts_the_early_process(tmp_path: Path) -> None:
     assert started.returncode is not None
     with pytest.raises(ProcessLookupError):
         os.killpg(started.pid, 0)
+
+
+# Runs ``serve`` as the program does, but records what is imported when the servers would
+# start, and stops there.
+WHAT_IS_LOADED_AT_THE_SPAWN = """\
+import json, sys
+from agentrt_proxy.mcp import spawn
+
+def record(servers):
+    print(json.dumps(sorted(sys.modules)))
+    raise SystemExit(0)
+
+spawn.start_early = record
+from agentrt_proxy.cli import main
+sys.exit(main(["serve", "-config", sys.argv[1]]))
+"""
+
+
+def test_the_servers_start_before_the_event_loop_the_protocol_code_or_jsonschema_load(tmp_path: Path) -> None:
+    # decisions 0007 and 0009: every ms before the spawn is a ms added to the host's tools/list
+    config = write_config(tmp_path, [{"name": "s", "command": [sys.executable, "-c", "pass"]}])
+    done = subprocess.run(
+        [sys.executable, "-c", WHAT_IS_LOADED_AT_THE_SPAWN, str(config)],
+        capture_output=True, text=True, env=target_env("source"), timeout=60, check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    loaded = set(json.loads(done.stdout))
+    assert "agentrt_proxy.config" in loaded  # the checks ran first
+    late = {"anyio", "asyncio", "jsonschema", "sqlite3", "agentrt_proxy.prose", "agentrt_proxy.serve_session",
+            "agentrt_proxy.runtime", "agentrt_proxy.mcp.server", "agentrt_proxy.mcp.client", "agentrt_proxy.gate"}
+    assert loaded & late == set()
