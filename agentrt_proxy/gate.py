@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import secrets
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -168,8 +169,10 @@ class Gate:
         self.clock: Clock = clock or WallClock()
         self.reconcile = reconcile
         self.lease_ttl = lease_ttl
-        suffix = new_id()
-        self.owner = f"{lease_owner}/{suffix[:12]}" if lease_owner else suffix
+        # Random bits only, never new_id()'s time prefix: two gates made in the same
+        # millisecond (two processes) must not share an owner, or each would renew and
+        # release the other's leases (runtime-core §5.1).
+        self.owner = f"{lease_owner}/{secrets.token_hex(6)}" if lease_owner else secrets.token_hex(16)
         self._active: set[str] = set()
         # (hash, recorded JSON) of each tool, computed once: begin and propose write them
         self._spec_rows = {name: (spec.spec_hash(), go_json(spec.tree())) for name, spec in self.tools.items()}
