@@ -12,7 +12,6 @@ happens under one lock per process; executing and holding happen outside it.
 from __future__ import annotations
 
 import dataclasses
-import secrets
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -50,8 +49,9 @@ from .store import (
     Store,
     StoreError,
     WouldBlock,
+    new_run_id,
 )
-from .store_index import OUTCOME_UNSEEN, ClaimLost, ProxyCall
+from .store_index import OUTCOME_UNSEEN, ClaimLost, ProxyCall, RunIdTaken
 
 READ_ONLY = "read_only"
 MAX_DECIDES = 6
@@ -98,8 +98,12 @@ class Pending:
     run_id: str
 
 
+@dataclass
 class Retry:
-    pass
+    """The call lost a race: decide again. ``id_taken``: what it lost was only its run id
+    (another call drew the same one), so the same step with a new id can go on."""
+
+    id_taken: bool = False
 
 
 Step = Answer | Execute | Pending | Retry | None
@@ -428,7 +432,7 @@ class CallRules:
     # ================================================================ beginning runs
 
     def _new_run_id(self) -> str:
-        return f"{self.session}.{secrets.token_hex(8)}"
+        return new_run_id(self.session)
 
     def _open_run(self, tool: Any, key: str | None, run_id: str, arguments_text: str | None, *, origin: str,
                   rerun: Attempt | None, reuse: ProxyCall | None, prev: ProxyCall | None,
@@ -437,8 +441,8 @@ class CallRules:
         call, all in ONE write transaction (docs/decisions/0005). With ``start``, an allowed
         proposal also writes its start (``Session.start_tool``) and a denied one the proxy's
         closing decision and the row's settlement, in the same transaction. Anything failing
-        inside rolls the whole back and discards the session: a lost race answers Retry,
-        anything else UNAVAILABLE."""
+        inside rolls the whole back and discards the session: a lost race answers Retry
+        (``id_taken`` when another call has ``run_id``), anything else UNAVAILABLE."""
         session: Session | None = None
         stage = "claim"
         try:
@@ -465,13 +469,15 @@ class CallRules:
                     session.start_tool()
                 elif start and verdict.outcome == DENIED:
                     self._close_run_now(session, self._closing_of_denied(verdict))
-        except ClaimLost:
+        except ClaimLost as err:
             self._discard(session)
-            return Retry()
+            return Retry(id_taken=isinstance(err, RunIdTaken))
         except Exception as err:
             self._discard(session)
             if stage == "begin" and self._run(run_id) is not None:
-                return Retry()  # another process began this run first
+                # Another process began this run first (a reused row), or a run that has no
+                # row in the index has the id this call drew.
+                return Retry(id_taken=reuse is None)
             if stage != "begin" and not isinstance(err, StoreError):
                 raise
             if stage == "claim":
@@ -678,9 +684,12 @@ class CallRules:
                 self._log_error(f"run {run.id}: asking again about an unknown outcome: the request's run "
                                 f"{run.id} has not finished")
                 return None
-        run_id = self._new_run_id()
-        opened = self._open_run(tool, key, run_id, args_text, origin="operator", rerun=attempt, reuse=None,
-                                prev=open_row, start=False)
+        for _ in range(MAX_DECIDES):
+            run_id = self._new_run_id()
+            opened = self._open_run(tool, key, run_id, args_text, origin="operator", rerun=attempt, reuse=None,
+                                    prev=open_row, start=False)
+            if not (isinstance(opened, Retry) and opened.id_taken):
+                break
         if not isinstance(opened, tuple):
             return None
         started, verdict, _ = opened

@@ -7,6 +7,7 @@ Durations are ``int`` nanoseconds in code. The configuration spells them as Go d
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 from datetime import datetime, timezone
@@ -106,9 +107,16 @@ def format_go(ns: int) -> str:
 def format_time(ns: int) -> str:
     """UTC RFC 3339 with nanoseconds, trailing zeros trimmed (Go's ``RFC3339Nano``)."""
     seconds, frac = divmod(ns, SECOND)
-    stamp = datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
-    frac_text = f"{frac:09d}".rstrip("0")
-    return f"{stamp}.{frac_text}Z" if frac_text else f"{stamp}Z"
+    stamp = _second_stamp(seconds)
+    if not frac:
+        return f"{stamp}Z"
+    return f"{stamp}.{f'{frac:09d}'.rstrip('0')}Z"
+
+
+@functools.lru_cache(maxsize=8)
+def _second_stamp(seconds: int) -> str:
+    # A call stamps ~9 times within the same second: strftime once per second.
+    return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
 
 
 def format_time_seconds(ns: int) -> str:
@@ -120,8 +128,10 @@ def format_time_seconds(ns: int) -> str:
 _TIME = re.compile(r"(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?(Z|[+-]\d{2}:\d{2})$")
 
 
+@functools.lru_cache(maxsize=64)
 def parse_time(text: str) -> int:
-    """Parse an RFC 3339 time (optional fraction) into Unix nanoseconds."""
+    """Parse an RFC 3339 time (optional fraction) into Unix nanoseconds. (Cached: a call's
+    lease checks parse the same expiry several times; the function is pure.)"""
     match = _TIME.match(text)
     if match is None:
         raise ValueError(f"not an RFC 3339 time: {text!r}")

@@ -9,7 +9,9 @@ the record that a tool is starting commits before the tool is called.
 
 from __future__ import annotations
 
-import dataclasses
+import asyncio
+import copy
+import secrets
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -167,8 +169,10 @@ class Gate:
         self.clock: Clock = clock or WallClock()
         self.reconcile = reconcile
         self.lease_ttl = lease_ttl
-        suffix = new_id()
-        self.owner = f"{lease_owner}/{suffix[:12]}" if lease_owner else suffix
+        # Random bits only, never new_id()'s time prefix: two gates made in the same
+        # millisecond (two processes) must not share an owner, or each would renew and
+        # release the other's leases (runtime-core §5.1).
+        self.owner = f"{lease_owner}/{secrets.token_hex(6)}" if lease_owner else secrets.token_hex(16)
         self._active: set[str] = set()
         # (hash, recorded JSON) of each tool, computed once: begin and propose write them
         self._spec_rows = {name: (spec.spec_hash(), go_json(spec.tree())) for name, spec in self.tools.items()}
@@ -306,7 +310,9 @@ class Session:
             tx.claim_step(self.run_id, run.step_count, self.gate.owner, step_id, now)
             tx.append(self.run_id, step_id, now, "step.started", {"index": run.step_count})
             if known is not None:
-                self._fresh = (tx, dataclasses.replace(known, step_count=known.step_count + 1))
+                counted = copy.copy(known)  # (dataclasses.replace costs ~8x a copy)
+                counted.step_count += 1
+                self._fresh = (tx, counted)
         # The row claim_step just inserted (the other columns take their defaults).
         self.current = Step(step_id, self.run_id, run.step_count, DECIDING, "", "", "", "", now, "", "", "")
         self._decided = False
@@ -412,7 +418,7 @@ class Session:
         known = self._known_run(self.store.open_tx())
         if known is not None:
             # Begun in this still open transaction: this step is its only one, no approvals.
-            return RunView(dataclasses.replace(known), [], [], step)
+            return RunView(copy.copy(known), [], [], step)
         run = self.store.get_run(self.run_id)
         steps = [s for s in self.store.steps_of(self.run_id) if s.idx < step.idx]
         return RunView(run, steps, self.store.approvals_of(self.run_id), step)
@@ -558,32 +564,16 @@ class Session:
 
     async def _call_with_heartbeat(self, call_tool: CallTool, request: ToolRequest) -> outcomes.ToolOutcome:
         bound = request.spec.timeout / 1e9 + RECORD_GRACE_S
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(self._heartbeat)
-            outcome: outcomes.ToolOutcome
-            try:
-                with anyio.fail_after(bound):
-                    outcome = await call_tool(request)
-            except TimeoutError:
-                outcome = outcomes.NoAnswer("timeout", f"{request.spec.name}: no outcome within {bound:g}s")
-            finally:
-                tg.cancel_scope.cancel()
+        renewals = _LeaseRenewals(self)
+        outcome: outcomes.ToolOutcome
+        try:
+            with anyio.fail_after(bound):
+                outcome = await call_tool(request)
+        except TimeoutError:
+            outcome = outcomes.NoAnswer("timeout", f"{request.spec.name}: no outcome within {bound:g}s")
+        finally:
+            await renewals.stop()
         return outcome
-
-    async def _heartbeat(self) -> None:
-        period = self.gate.lease_ttl / 3 / 1e9
-        while True:
-            await anyio.sleep(period)
-            try:
-                ok = await anyio.to_thread.run_sync(
-                    self.store.renew_lease, self.run_id, self.gate.owner, self.gate.lease_expiry())
-            except StoreError:
-                continue  # retried next tick
-            except Exception:
-                continue
-            if not ok:
-                self._lease_lost = True
-                return
 
     def _record(self, step: Step, prop: _Proposal, obs: Observation, duration_ms: int,
                 on_recorded: OnRecorded | None = None) -> Verdict:
@@ -658,6 +648,50 @@ class Session:
 
 
 STEP_FAILED_OR_DONE = {True: "failed", False: DONE}
+
+
+class _LeaseRenewals:
+    """Renew a session's lease every lease_ttl/3 while its tool runs.
+
+    A timer on the event loop rather than a task per call: most calls end long before the
+    first renewal is due, and then this costs a timer set and cancelled (a task group and
+    a task cost ~0.1 ms per call). A due renewal runs in a worker thread on the store's
+    lease connection, as its own task; ``stop`` waits for one in flight, so no renewal
+    outlives the call."""
+
+    def __init__(self, session: Session) -> None:
+        self._session = session
+        self._loop = asyncio.get_running_loop()
+        self._period = session.gate.lease_ttl / 3 / 1e9
+        self._task: asyncio.Task[None] | None = None
+        self._stopped = False
+        self._timer: asyncio.TimerHandle | None = self._loop.call_later(self._period, self._due)
+
+    def _due(self) -> None:
+        self._timer = None
+        if not self._stopped:
+            self._task = self._loop.create_task(self._renew())
+
+    async def _renew(self) -> None:
+        session = self._session
+        try:
+            ok = await anyio.to_thread.run_sync(
+                session.store.renew_lease, session.run_id, session.gate.owner, session.gate.lease_expiry())
+        except Exception:
+            ok = True  # a store error: retried at the next tick
+        if not ok:
+            session._lease_lost = True
+        elif not self._stopped:
+            self._timer = self._loop.call_later(self._period, self._due)
+
+    async def stop(self) -> None:
+        self._stopped = True
+        if self._timer is not None:
+            self._timer.cancel()
+        task = self._task
+        if task is not None and not task.done():
+            with anyio.CancelScope(shield=True):
+                await task
 
 
 def _ms(started: float) -> int:

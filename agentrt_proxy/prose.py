@@ -816,6 +816,7 @@ MSG_SEQ_GAP = "seq {seq} follows {prev}: an event is missing"
 MSG_FIRST_GAP = "the first event is seq {seq}: an event is missing"
 MSG_HASH_MISMATCH = "the stored hash is not the one the event's fields and the previous event's hash give"
 ERR_TX_FAILED = "agentrt: the write transaction was rolled back: a write inside it failed"
+MSG_RUN_ID_TAKEN = "proxy: run id {run_id} is another call's: drawing a new one"
 
 
 # =============================================================================================

@@ -9,6 +9,7 @@ reached through the same connection (``store.index``).
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -69,6 +70,7 @@ __all__ = [
     "WouldBlock",
     "go_json",
     "new_id",
+    "new_run_id",
 ]
 
 from .prose import (
@@ -133,9 +135,24 @@ class ApprovalHashError(StoreError):
     pass
 
 
-def new_id() -> str:
-    """16 random bytes as 32 lowercase hex characters, the runtime's id form."""
-    return secrets.token_hex(16)
+def new_id(ms: int | None = None) -> str:
+    """32 lowercase hex characters, the runtime's id form: 12 of the milliseconds since the
+    Unix epoch (``ms``, else now), then 20 random (80 bits). The time first makes new rows
+    land at the right edge of every index keyed by id (docs/decisions/0008); the random part
+    alone keeps ids unguessable and apart."""
+    if ms is None:
+        ms = time.time_ns() // 1_000_000
+    return f"{ms % (1 << 48):012x}{secrets.token_hex(10)}"
+
+
+def new_run_id(session: str, ms: int | None = None) -> str:
+    """A proxy run's id, ``<session>.<16 lowercase hex>``: 10 of the milliseconds since the
+    Unix epoch modulo 2**40 (``ms``, else now), then 6 random (24 bits). Two calls can draw
+    the same id in the same millisecond: the claim of the second is then a lost race and it
+    draws again (``store_index.RunIdTaken``)."""
+    if ms is None:
+        ms = time.time_ns() // 1_000_000
+    return f"{session}.{ms % (1 << 40):010x}{secrets.token_hex(3)}"
 
 
 # --------------------------------------------------------------------------- JSON as Go wrote it
@@ -337,10 +354,16 @@ _APPROVAL_SETTABLE = frozenset({"status", "decided_at", "decided_by", "note"})
 
 
 def _assignments(values: Mapping[str, Any], allowed: frozenset[str]) -> tuple[str, list[Any]]:
-    bad = set(values) - allowed
+    return _set_clause(tuple(values), allowed), list(values.values())
+
+
+@functools.lru_cache(maxsize=128)
+def _set_clause(columns: tuple[str, ...], allowed: frozenset[str]) -> str:
+    # The same few column sets recur on every call: checked and joined once each.
+    bad = set(columns) - allowed
     if bad:
         raise ValueError(f"not a settable column: {sorted(bad)}")
-    return ", ".join(f"{k} = ?" for k in values), list(values.values())
+    return ", ".join(f"{k} = ?" for k in columns)
 
 
 def _as_tuple(v: str | Sequence[str]) -> tuple[str, ...]:
@@ -354,10 +377,11 @@ class Tx:
     """One open IMMEDIATE transaction. Every write is compare-and-set; a lost CAS raises
     RunStateError, which rolls the whole transaction back."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
+    def __init__(self, conn: sqlite3.Connection, stored_specs: frozenset[str] | set[str] = frozenset()) -> None:
         self._c = conn
         self._head: tuple[int, str] | None = None  # the chain head, read once and advanced by append (§8.2)
         self._specs: set[str] = set()  # tool_specs hashes this transaction already wrote
+        self._stored_specs = stored_specs  # hashes an earlier committed transaction of this store wrote
 
     # reads inside the transaction -------------------------------------------------
     def run(self, run_id: str) -> Run:
@@ -445,8 +469,9 @@ class Tx:
             raise RunStateError(MSG_RUN_STATE.format(run_id=f"step {step_id}", expected=" or ".join(statuses)))
 
     def put_spec(self, spec_hash: str, spec_json: str) -> None:
-        # A hash this transaction already inserted (or ignored) is there: the same no-op again.
-        if spec_hash in self._specs:
+        # A hash this transaction or a committed one already inserted (or ignored) is there
+        # (tool_specs rows are never deleted): the same no-op again.
+        if spec_hash in self._specs or spec_hash in self._stored_specs:
             return
         self._c.execute("INSERT OR IGNORE INTO tool_specs (hash, spec_json) VALUES (?, ?)", (spec_hash, spec_json))
         self._specs.add(spec_hash)
@@ -598,6 +623,7 @@ class Store:
         self._lease_conn: sqlite3.Connection | None = None
         self._lease_lock = threading.Lock()
         self._nowait = False  # set by nowait(): BEGIN IMMEDIATE raises WouldBlock instead of waiting
+        self._stored_specs: set[str] = set()  # tool_specs hashes committed through this store
         from .store_index import CallIndex  # the index shares this store's connection and lock
 
         self.index = CallIndex(self)
@@ -679,7 +705,7 @@ class Store:
                 self._begin_nowait()
             else:
                 self._conn.execute("BEGIN IMMEDIATE")
-            tx = Tx(self._conn)
+            tx = Tx(self._conn, self._stored_specs)
             self._tx, self._tx_depth, self._tx_failed = tx, 1, None
             try:
                 yield tx
@@ -699,6 +725,7 @@ class Store:
                     self._conn.execute("ROLLBACK")
                 raise
             self.commits += 1
+            self._stored_specs |= tx._specs
 
     @contextmanager
     def nowait(self) -> Iterator[bool]:

@@ -7,9 +7,11 @@ Times are Unix nanoseconds; 0 means unset.
 
 from __future__ import annotations
 
+import sqlite3
 from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
+from .prose import MSG_RUN_ID_TAKEN
 from .store_schema import StoreError
 
 if TYPE_CHECKING:
@@ -23,6 +25,11 @@ OUTCOME_UNKNOWN = 3
 
 class ClaimLost(StoreError):
     """Another call claimed the key first: read the index again."""
+
+
+class RunIdTaken(ClaimLost):
+    """Another call's row already has this run id (two calls drew the same id in the same
+    millisecond, store.new_run_id): a lost race too, decided again under a new id."""
 
 
 @dataclass
@@ -65,11 +72,18 @@ class CallIndex:
                 raise ClaimLost(f"proxy: the open call for this request is {current}, not {prev}")
             if prev is not None:
                 c.execute("UPDATE proxy_calls SET open = 0, closed_at = ? WHERE id = ?", (now, prev))
-            cur = c.execute(
-                "INSERT INTO proxy_calls (session, request_key, tool, side_effect, run_id, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                (session, key, tool, side_effect, run_id, now),
-            )
+            try:
+                cur = c.execute(
+                    "INSERT INTO proxy_calls (session, request_key, tool, side_effect, run_id, created_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    (session, key, tool, side_effect, run_id, now),
+                )
+            except sqlite3.IntegrityError:
+                # The one constraint the check above leaves open is run_id's UNIQUE; a
+                # failed statement undoes only itself, so the transaction can read on.
+                if c.execute("SELECT 1 FROM proxy_calls WHERE run_id = ?", (run_id,)).fetchone():
+                    raise RunIdTaken(MSG_RUN_ID_TAKEN.format(run_id=run_id)) from None
+                raise
             new_id = cur.lastrowid
         return ProxyCall(int(new_id or 0), session, key, tool, side_effect, run_id, now, 1, 0, 0, OUTCOME_UNSEEN)
 

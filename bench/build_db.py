@@ -12,7 +12,11 @@ step.decided, step.policy, step.tool_started, step.tool_finished, run.finished) 
 ``up_pay`` (mutating); request keys are distinct except that one read call in ten
 repeats an earlier key (closing its previous row, as the proxy does). The calls are
 spread over the 30 days before the last hour, so none falls in the repeat window.
-The chain is valid: ``agentrt-proxy verify`` accepts the file.
+Ids have the proxy's form (docs/decisions/0008): a run id is ``<session>.`` + 10 hex of its
+creation millisecond + 6 random hex, a step id 12 hex of its start millisecond + 20
+random hex, so the rows are in the order, and the indexes in the shape, that the proxy
+writing them one call at a time leaves. The chain is valid: ``agentrt-proxy verify``
+accepts the file.
 """
 
 from __future__ import annotations
@@ -90,8 +94,10 @@ def main(argv: list[str]) -> int:
         for j in range(batch):
             i = done + j
             t = start + i * step_ns
-            run_id = f"{session}.{rng.getrandbits(64):016x}"
-            step_id = f"{rng.getrandbits(128):032x}"
+            # Each id leads with its row's time (created_at, the step's started_at), as new_run_id
+            # and new_id make them; calls are 30 days / n apart (2.6 s for 1,000,000): no two share a ms.
+            run_id = f"{session}.{(t // 1_000_000) % (1 << 40):010x}{rng.getrandbits(24):06x}"
+            step_id = f"{(t + 2_000_000) // 1_000_000:012x}{rng.getrandbits(80):020x}"
             pay = rng.random() < 0.1
             tool = "up_pay" if pay else "up_echo"
             if pay:

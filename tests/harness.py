@@ -206,6 +206,19 @@ class Harness:
         self.decide(approval_id, approve=False, note=note)
 
 
+def draw_run_ids(h: Harness, run_ids: list[str]) -> list[str]:
+    """Make the proxy draw exactly these run ids, in order (a collision on demand); a draw
+    past the end fails the call. Answers the ids drawn so far, as drawing goes on."""
+    drawn: list[str] = []
+
+    def next_id() -> str:
+        drawn.append(run_ids[len(drawn)])
+        return drawn[-1]
+
+    h.proxy.runtime.rules._new_run_id = next_id  # type: ignore[method-assign]
+    return drawn
+
+
 def text_of(result: types.CallToolResult | dict[str, Any]) -> str:
     if isinstance(result, dict):
         return "".join(block.get("text", "") for block in result["content"])

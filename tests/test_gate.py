@@ -11,6 +11,7 @@ import pytest
 from test_gate_fixtures import LIMITS, SECOND, FakeClock, FakeTool, event_types, make_gate, offered
 
 from agentrt_proxy import approvals, canonical, outcomes
+from agentrt_proxy.durations import parse_time
 from agentrt_proxy.gate_model import Decision
 from agentrt_proxy.policy import ProxyPolicy
 from agentrt_proxy.store import ApprovalExpired, Store
@@ -232,6 +233,62 @@ def test_results_are_recorded_even_when_the_caller_is_cancelled(store: Store) ->
     anyio.run(main)
     step = store.steps_of("s.1")[0]
     assert step.status == "failed" and json.loads(step.observation_json)["kind"] == "interrupted"
+
+
+def test_a_call_longer_than_the_lease_keeps_its_lease_and_completes(store: Store) -> None:
+    sess = make_gate(store, FakeClock(), lease_ttl=SECOND // 2).begin("s.1", "call bank_note", LIMITS)
+    sess.step()
+    sess.propose(call("bank_note", "{}"))
+    first = store.get_run("s.1").lease_expires_at
+    seen: list[str] = []
+
+    async def long_call(_request):
+        for _ in range(6):  # 1.2 s: more than twice the lease
+            await anyio.sleep(0.2)
+            seen.append(store.get_run("s.1").lease_expires_at)
+        return outcomes.Result("done", "done", "bank/note: 4 bytes", False, False)
+
+    verdict = anyio.run(sess.execute, long_call)
+    assert verdict.observation is not None and verdict.observation.kind == "tool_result"
+    assert not sess.lease_lost
+    renewed = [parse_time(at) for at in seen]
+    # Renewed every ttl/3 while the tool ran: never past its expiry, and pushed forward.
+    assert len(set(seen)) >= 3 and max(renewed) > parse_time(first)
+    assert store.get_run("s.1").status == "COMPLETED"
+
+
+def test_no_lease_renewal_outlives_a_call(store: Store) -> None:
+    gate = make_gate(store, FakeClock(), lease_ttl=SECOND // 2)
+    sess = gate.begin("s.1", "call bank_note", LIMITS)
+    sess.step()
+    sess.propose(call("bank_note", "{}"))
+
+    async def quick(_request):
+        return outcomes.Result("done", "done", "bank/note: 4 bytes", False, False)
+
+    async def main() -> None:
+        await sess.execute(quick)
+        sess.close()
+        await anyio.sleep(0.5)  # three renewal periods after the call
+
+    anyio.run(main)
+    run = store.get_run("s.1")
+    assert run.lease_owner == "" and run.lease_expires_at == ""
+
+
+def test_every_run_names_tool_specs_that_are_stored_even_after_a_rolled_back_begin(store: Store) -> None:
+    gate = make_gate(store, FakeClock())
+    with pytest.raises(RuntimeError), store.write():
+        gate.begin("s.0", "call bank_note", LIMITS)
+        raise RuntimeError("rolled back")
+    gate._active.clear()  # the rolled-back session's run does not exist
+    for run_id in ("s.1", "s.2"):
+        gate.begin(run_id, "call bank_note", LIMITS).close()
+    stored = {h for (h,) in store._conn.execute("SELECT hash FROM tool_specs")}
+    for run_id in ("s.1", "s.2"):
+        [created] = [e for e in store.events_of(run_id, limit=10) if e.type == "run.created"]
+        named = json.loads(created.payload_json)["tools"]
+        assert named and set(named) <= stored
 
 
 def test_a_run_hits_its_step_limit_at_the_fourth_step(store: Store) -> None:

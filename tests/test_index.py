@@ -22,7 +22,7 @@ from agentrt_proxy.gate import Gate, Session
 from agentrt_proxy.gate_model import ALLOWED, Decision, proxy_limits
 from agentrt_proxy.store import Store
 from agentrt_proxy.store_index import OUTCOME_NONE, ClaimLost
-from tests.harness import Harness, proxy_harness, text_of
+from tests.harness import DEFAULT_RULES, Harness, draw_run_ids, proxy_harness, text_of
 
 pytestmark = pytest.mark.anyio
 
@@ -181,3 +181,41 @@ async def test_an_abandoned_call_is_ended_and_run_fresh(tmp_path: Path) -> None:
         assert any("taken over after an interruption" in m for m in messages), messages
         assert next(r for r in runs if r.id != "test.abandoned").status == "COMPLETED"
         assert settled(h)
+
+
+
+async def test_a_call_that_draws_a_taken_run_id_draws_another_and_runs_once(tmp_path: Path) -> None:
+    rules = {**DEFAULT_RULES, "pay": {**DEFAULT_RULES["pay"], "outcome": "allow"}}
+    async with proxy_harness(tmp_path, rules=rules) as h:
+        await h.client.list_tools()
+        taken, fresh = "test.0000000001aaaaaa", "test.0000000002bbbbbb"
+        drawn = draw_run_ids(h, [taken, taken, fresh])
+        first = await h.raw_call("bank_pay", PAY_BOB)
+        second = await h.raw_call("bank_pay", '{"to":"carol","amount":30}')
+        assert text_of(first) == "paid 25.00 to bob", text_of(first)
+        assert text_of(second) == "paid 30.00 to carol", text_of(second)
+        assert drawn == [taken, taken, fresh]
+        assert sorted((r.id, r.status) for r in h.runs()) == [(taken, "COMPLETED"), (fresh, "COMPLETED")]
+        assert h.payments() == 2
+        assert settled(h)
+        assert not [line for line in h.stderr if "error:" in line], h.stderr  # a lost race logs nothing
+
+
+async def test_a_call_that_draws_the_id_of_a_run_outside_the_index_draws_another(tmp_path: Path) -> None:
+    async with proxy_harness(tmp_path) as h:
+        await h.client.list_tools()
+        taken, fresh = "test.0000000001aaaaaa", "test.0000000002bbbbbb"
+        with another_process(h) as (_, gate):
+            begin(h, gate, taken, "bank_balance").close()  # a run with no row in the index
+        drawn = draw_run_ids(h, [taken, fresh])
+        result = await h.raw_call("bank_balance", '{"account":"A-1"}')
+        assert text_of(result) == "account A-1 holds 120.00 EUR"
+        assert drawn == [taken, fresh]
+        assert sorted(r.id for r in h.runs()) == [taken, fresh]
+        store = h.store()
+        try:
+            assert store.index.by_run(taken) is None
+            row = store.index.by_run(fresh)
+            assert row is not None and row.tool == "bank_balance"
+        finally:
+            store.close()

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from harness import DEFAULT_RULES, Harness, is_error, proxy_harness, text_of
+from harness import DEFAULT_RULES, Harness, draw_run_ids, is_error, proxy_harness, text_of
 
 from agentrt_proxy import attempts, canonical
 from agentrt_proxy.durations import format_time, wall_ns
@@ -305,6 +305,22 @@ async def test_a_crash_before_the_re_run_was_proposed_keeps_the_tool_blocked(tmp
         assert text_of(await h.call("bank_pay", KIM)) == "paid 7.00 to kim"
         assert text_of(await h.call("bank_pay", LEE)) == "paid 1.00 to lee"
         assert h.payments() == 3
+
+
+async def test_asking_again_under_a_taken_run_id_draws_another(tmp_path: Path) -> None:
+    async with proxy_harness(tmp_path, rules=TIMEOUT_PAY) as h:
+        session, tool, run_id = await _begin_allowed(h, KIM)
+        await session.execute(_call_upstream(tool))  # times out after the effect
+        session.close()
+        fresh = "test.0000000002bbbbbb"
+        drawn = draw_run_ids(h, [run_id, fresh])  # the question's run first draws the interrupted run's id
+        blocked = await h.call("bank_pay", LEE)
+        [asked] = h.pending()
+        assert drawn == [run_id, fresh]
+        assert asked.run_id == fresh and capability(asked)["interrupted"]["run_id"] == run_id
+        assert_blocked(blocked, asked.id)
+        assert not [line for line in h.stderr if "error:" in line], h.stderr
+        assert h.payments() == 1
 
 
 # Go: TestUnknown_ExpiryAsksAgainRatherThanUnblocks
