@@ -1,6 +1,6 @@
 """The proxy's own work per call, without pipes or an upstream: where the added latency goes.
 
-``python gate_path.py PYZ [-calls 2000] [-tool echo|pay] [-db DIR] [-profile OUT.prof] [-untimed]``
+``python gate_path.py PYZ [-calls 2000] [-tool echo|pay] [-db DIR] [-profile OUT.prof] [-untimed] [-thrash MB]``
 
 Opens the proxy's runtime from the .pyz against ``bench/upstream.py`` (so the tools are
 pinned and registered exactly as in ``serve``), then replaces the upstream connection's
@@ -9,7 +9,9 @@ through everything the proxy does for a host's ``tools/call`` except the two JSO
 sessions: the request key, the rules across calls, the gate's begin/step/propose/start
 (one durable commit), the "upstream" call, the recording (one durable commit), the
 result's answer. Prints p50/p90/p99 per call and the split of one call's time between
-SQLite (every statement timed) and Python. Measurement only; not part of the .pyz.
+SQLite (every statement timed) and Python. ``-thrash MB`` walks that many MB of memory
+between calls, evicting the CPU caches as the other processes of an interleaved session
+do (the end-to-end bench runs five chains in turn). Measurement only; not part of the .pyz.
 """
 
 from __future__ import annotations
@@ -103,7 +105,10 @@ def main(argv: list[str]) -> int:
                 import cProfile
 
                 profile = cProfile.Profile()
+            thrash = bytearray(int(float(opts.get("-thrash", 0)) * 1024 * 1024))
             for i in range(calls + int(opts.get("-warmup", 200))):
+                if thrash:
+                    thrash[::64] = bytes(len(thrash[::64]))  # touch every cache line
                 ctx = CallContext(i, None, {}, "2025-06-18")
                 text = f'{{"text":"{nonce} {i}"}}' if tool_name == "up_echo" else \
                     f'{{"to":"{nonce}","cents":{i + 1}}}'
