@@ -227,6 +227,7 @@ def cold_start_once(cmd: list[str], env: dict[str, str], timeout: float = 60.0) 
 
 
 COLD_CHAINS = ("direct", "agentrt", "fastmcp")
+SETTLE_S = 0.3
 
 
 def cold_name(chain: str, delay: float | None) -> str:
@@ -253,6 +254,9 @@ def cold_starts(cfg: dict[str, Any], rounds: int) -> dict[str, Any]:
         order = variants[r % len(variants):] + variants[: r % len(variants)]
         for chain, delay in order:
             cmd, env = chain_command(chain, cfg, delay=delay)
+            # A pause first: the previous start's children (fastmcp's upstream) may still be
+            # exiting, and no start should compete with another's teardown for the 2 cores.
+            time.sleep(SETTLE_S)
             t_init, t_list = cold_start_once(cmd, env)
             s = samples[cold_name(chain, cfg["delay"] if delay else None)]
             s["initialize"].append(t_init)
