@@ -88,16 +88,22 @@ def write_config(directory: Path, database: str, *, delay: float = 0.0) -> Path:
     return path
 
 
-def setup(args: argparse.Namespace) -> dict[str, Any]:
+def built_and_fresh(args: argparse.Namespace, part: str) -> tuple[Path, Path]:
+    """The .pyz (built unless ``--no-build``) and an emptied scratch folder for ``part``."""
     WORK.mkdir(exist_ok=True)
     pyz = WORK / "agentrt-proxy.pyz"
     if not args.no_build:
         log("building the .pyz ...")
         subprocess.run([PY, str(REPO / "build_zipapp.py"), "--output", str(pyz)], check=True,
                        stdout=subprocess.DEVNULL)
-    run = WORK / "run"
+    run = WORK / part
     if run.exists():
         shutil.rmtree(run)
+    return pyz, run
+
+
+def setup(args: argparse.Namespace) -> dict[str, Any]:
+    pyz, run = built_and_fresh(args, "run")
     empty = write_config(run / "empty", "runs.db")
     counting = write_config(run / "counting", "runs.db")
     passthrough = write_config(run / "passthrough", "runs.db")
@@ -317,15 +323,7 @@ def cold_targets(res: dict[str, Any]) -> list[dict[str, Any]]:
 
 def cold_setup(args: argparse.Namespace) -> dict[str, Any]:
     """What ``--only cold`` needs: the .pyz and a pinned configuration, also with the upstream late."""
-    WORK.mkdir(exist_ok=True)
-    pyz = WORK / "agentrt-proxy.pyz"
-    if not args.no_build:
-        log("building the .pyz ...")
-        subprocess.run([PY, str(REPO / "build_zipapp.py"), "--output", str(pyz)], check=True,
-                       stdout=subprocess.DEVNULL)
-    run = WORK / "cold"
-    if run.exists():
-        shutil.rmtree(run)
+    pyz, run = built_and_fresh(args, "cold")
     empty = write_config(run / "empty", "runs.db")
     delayed = write_config(run / "delayed", "runs.db", delay=args.delay)
     subprocess.run([PY, str(pyz), "pin", "-config", str(empty)], check=True, stdout=subprocess.DEVNULL,
