@@ -117,7 +117,7 @@ if sys.version_info < %(min_python)r:
     )
     sys.exit(1)
 
-from agentrt_proxy.cli import main  # noqa: E402
+from agentrt_proxy.cli.main import main  # noqa: E402
 
 sys.exit(main())
 '''
@@ -273,8 +273,9 @@ def main(argv: list[str] | None = None) -> int:
         rerun = [sys.executable, str(Path(__file__).resolve()), *(sys.argv[1:] if argv is None else argv)]
         return subprocess.run(rerun, env=env, check=False).returncode
     package_dir = ROOT / PACKAGE
-    if not (package_dir / "cli.py").is_file():
-        fail(f"{package_dir / 'cli.py'} is missing: nothing to run")
+    entry = package_dir / "cli" / "main.py"
+    if not entry.is_file():
+        fail(f"{entry} is missing: nothing to run")
     stage = stage_dependencies(VENDOR_REQUIREMENTS, STAGE_DIR, force=args.restage)
     files = collect_files(package_dir, stage)
     if args.pyc:

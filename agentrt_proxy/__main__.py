@@ -2,6 +2,6 @@
 
 import sys
 
-from .cli import main
+from agentrt_proxy.cli.main import main
 
 sys.exit(main())

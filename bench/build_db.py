@@ -47,8 +47,7 @@ def main(argv: list[str]) -> int:
     session = opts.get("-session", "bench")
     seed = opts.get("-seed")
     sys.path.insert(0, pyz)
-    from agentrt_proxy.store import Store
-    from agentrt_proxy.store_schema import chain_hash
+    from agentrt_proxy.store import Store, chain_hash
 
     for suffix in ("", "-wal", "-shm"):
         if os.path.exists(out + suffix):

@@ -42,12 +42,12 @@ def main(argv: list[str]) -> int:
     sys.path.insert(0, str(BENCH))
     import run as bench_run
 
-    from agentrt_proxy import store as store_module
     from agentrt_proxy.config import load_config
+    from agentrt_proxy.mcp.outcomes import Result
     from agentrt_proxy.mcp.server import CallContext
-    from agentrt_proxy.outcomes import Result
-    from agentrt_proxy.pinning import pin_server, write_manifest
-    from agentrt_proxy.runtime import open_runtime
+    from agentrt_proxy.proxy.runtime import open_runtime
+    from agentrt_proxy.store import store as store_module
+    from agentrt_proxy.upstream import pin_server, write_manifest
 
     sql_ns: list[int] = [0]
     commit_ns: list[int] = [0]

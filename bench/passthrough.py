@@ -18,9 +18,9 @@ def main() -> int:
     pyz = sys.argv[1]
     sys.argv = [pyz, *sys.argv[2:]]
     sys.path.insert(0, pyz)
-    from agentrt_proxy import runtime
-    from agentrt_proxy.cli import main as cli_main
-    from agentrt_proxy.outcomes import Result
+    from agentrt_proxy.cli.main import main as cli_main
+    from agentrt_proxy.mcp.outcomes import Result
+    from agentrt_proxy.proxy import runtime
 
     async def call(self: Any, name: str, arguments_text: str | None, ctx: Any) -> dict[str, Any]:
         outcome = await self.tools[name].call(arguments_text)

@@ -49,7 +49,7 @@ def dump() -> None:
 
 
 atexit.register(dump)
-from agentrt_proxy.cli import main  # noqa: E402
+from agentrt_proxy.cli.main import main  # noqa: E402
 
 main_profile.enable()
 sys.exit(main())

@@ -26,13 +26,14 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from mcp import ClientSession, types
 from mcp.shared.message import SessionMessage
 
-from agentrt_proxy import approvals, fakebank
 from agentrt_proxy.config import Config, load_config
+from agentrt_proxy.gate import approvals
 from agentrt_proxy.mcp import ServerSession
-from agentrt_proxy.pinning import pin_server, write_manifest
-from agentrt_proxy.runtime import open_runtime
-from agentrt_proxy.serve import SERVER_INFO, Proxy, run_session
+from agentrt_proxy.proxy.runtime import open_runtime
+from agentrt_proxy.proxy.session import SERVER_INFO, Proxy, run_session
 from agentrt_proxy.store import Store
+from agentrt_proxy.testing import fakebank
+from agentrt_proxy.upstream import pin_server, write_manifest
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -62,7 +63,7 @@ def write_config(directory: Path, *, rules: dict[str, Any] | None = None, server
     ledger = directory / "ledger"
     server: dict[str, Any] = {
         "name": "bank",
-        "command": [sys.executable, "-m", "agentrt_proxy.fakebank"],
+        "command": [sys.executable, "-m", "agentrt_proxy.testing.fakebank"],
         "env": [f"FAKE_PAYMENTS_LEDGER={ledger}", f"PYTHONPATH={REPO}"],
         "manifest": "bank.manifest.json",
         "rules": DEFAULT_RULES if rules is None else rules,

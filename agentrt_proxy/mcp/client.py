@@ -16,10 +16,10 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from agentrt_proxy.durations import format_go
-from agentrt_proxy.outcomes import NoAnswer, NoAnswerKind, Refused, RpcError, ToolOutcome
+from agentrt_proxy.canonical.durations import format_go
+from agentrt_proxy.mcp import jsonrpc
+from agentrt_proxy.mcp.outcomes import NoAnswer, NoAnswerKind, Refused, RpcError, ToolOutcome
 
-from . import jsonrpc
 from .errors import ConnectError, McpError, SessionClosed, TransportError, escape, go_quote
 from .jsonrpc import METHOD_NOT_FOUND, DecodeFailure, ErrorResponse, Notification, Request, Response
 from .results import map_result

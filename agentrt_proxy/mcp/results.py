@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentrt_proxy import canonical
-from agentrt_proxy.outcomes import Refused, Result
-from agentrt_proxy.schema_form import SchemaFormError, canonical_schema, encode_string
+from agentrt_proxy.canonical.schema_form import SchemaFormError, canonical_schema, encode_string
+from agentrt_proxy.mcp.outcomes import Refused, Result
 
 from .spans import SpanError, find_span
 

@@ -18,7 +18,8 @@ from typing import Any, Protocol
 import anyio
 import anyio.abc
 
-from . import jsonrpc
+from agentrt_proxy.mcp import jsonrpc
+
 from .framing import LineBuffer
 from .jsonrpc import (
     INTERNAL_ERROR,

@@ -18,7 +18,8 @@ from collections.abc import Sequence
 import anyio
 import anyio.abc
 
-from . import spawn
+from agentrt_proxy.mcp import spawn
+
 from .errors import SessionClosed, TransportError, escape, go_quote
 from .framing import LineBuffer
 from .spec import STDERR_TAIL_BYTES

@@ -1,0 +1,1 @@
+"""The one program: the command table, flags, one module per command family and their views."""

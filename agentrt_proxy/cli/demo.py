@@ -1,0 +1,636 @@
+"""``agentrt-proxy demo``: the whole product in one command, with no model, no key and no Node.
+
+A scripted host (the project's own MCP client, no SDK) starts the real proxy (``serve``) as
+a child process, in front of the fake payment server bundled in the package
+(``agentrt_proxy.fakebank``), in a temporary directory it creates and removes (``-keep``
+keeps it). The operator is a second process running the real ``approve``/``reject``
+subcommands. The demo narrates four steps (spec proxy-and-mcp-module §4.2):
+
+1. a read the policy allows runs and answers;
+2. a payment waits for an operator, is approved from a second process, and is collected once;
+3. the proxy is killed with SIGKILL while a payment is inside the server; after a restart the
+   identical call reports the outcome unknown (INTERRUPTED) and waits for the operator, who
+   rejects it; the identical call is then REJECTED and a different payment runs again;
+4. a host that lost a response retries the identical call: one payment through the proxy,
+   two straight against the server.
+
+It ends with the ledger, ``runs`` and ``verify`` as the operator sees them. Exit 0 only
+when every step behaved as narrated; exit 1 with one line naming the first that did not.
+
+Every child is started with the same program the demo runs from: the single file
+(``python3 agentrt-proxy.pyz``) when the package is imported from a zip, else
+``python -m agentrt_proxy`` with the package's directory on ``PYTHONPATH``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import zipimport
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentrt_proxy.cli.flags import UsageError, parse
+
+__all__ = ["command", "main"]
+
+SESSION = "demo"
+LEASE_TTL_SECONDS = 3
+CALL_TIMEOUT_NS = 60 * 1_000_000_000
+CONNECT_TIMEOUT_NS = 30 * 1_000_000_000
+DEMO_DEADLINE_SECONDS = 180
+STOP_GRACE_SECONDS = 15
+SEEN_WIDTH = 120
+OPERATOR = "demo-operator"
+
+_FAKEBANK_CODE = (
+    "import sys; sys.path.insert(0, {path!r}); import runpy; "
+    "runpy.run_module('agentrt_proxy.testing.fakebank', run_name='__main__')"
+)
+PLUMBER: dict[str, Any] = {"to": "plumber", "amount": 180, "mode": "block"}
+_LOG_WORTH_SHOWING = ("waits for an operator", "decide with", "cut off", "outcome is unknown")
+
+
+class DemoFailure(Exception):
+    """A step did not behave as narrated: the message says which, and what came back."""
+
+
+# --------------------------------------------------------------------------- the program
+
+
+@dataclass(frozen=True)
+class Program:
+    """How to start this same program again, in a child process."""
+
+    argv: tuple[str, ...]  # the prefix: append the subcommand and its arguments
+    package_root: str  # the zip, or the directory holding the agentrt_proxy package
+    from_zip: bool
+    shown: str  # how the transcript names it
+
+    def env(self) -> dict[str, str]:
+        """The environment for a child started with ``argv`` (the source tree on the path)."""
+        env = dict(os.environ)
+        if not self.from_zip:
+            inherited = env.get("PYTHONPATH")
+            env["PYTHONPATH"] = os.pathsep.join(p for p in (self.package_root, inherited) if p)
+        return env
+
+    def extra_env_entries(self) -> list[str]:
+        """The same, as ``NAME=value`` entries for an MCP client that passes a bare environment."""
+        return [] if self.from_zip else [f"PYTHONPATH={self.package_root}"]
+
+    def fakebank_command(self) -> list[str]:
+        """A command that runs the bundled fake server, from the zip or the source tree alike."""
+        return [sys.executable, "-I", "-c", _FAKEBANK_CODE.format(path=self.package_root)]
+
+
+def this_program() -> Program:
+    """The program the demo runs from: the single file when the package came from a zip."""
+    import agentrt_proxy
+
+    spec = agentrt_proxy.__spec__
+    loader = spec.loader if spec is not None else None
+    if isinstance(loader, zipimport.zipimporter):
+        archive = os.path.abspath(loader.archive)
+        return Program((sys.executable, "-I", archive), archive, True, f"python3 {shlex.quote(archive)}")
+    argv0 = sys.argv[0] if sys.argv else ""
+    if argv0.endswith(".pyz") and os.path.isfile(argv0):  # a zip someone unpacked oddly
+        archive = os.path.abspath(argv0)
+        return Program((sys.executable, "-I", archive), archive, True, f"python3 {shlex.quote(archive)}")
+    root = str(Path(agentrt_proxy.__file__).resolve().parent.parent)
+    return Program((sys.executable, "-m", "agentrt_proxy"), root, False, "python3 -m agentrt_proxy")
+
+
+# --------------------------------------------------------------------------- narration
+
+
+def say(text: str = "") -> None:
+    print(text, flush=True)
+
+
+def one_line(text: str, width: int = SEEN_WIDTH) -> str:
+    """``text`` on one line, cut to ``width`` characters with an ellipsis."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def indented(text: str, prefix: str = "   ") -> None:
+    for line in text.rstrip("\n").splitlines():
+        say(prefix + line)
+
+
+def compact(args: dict[str, Any]) -> str:
+    return json.dumps(args, separators=(",", ":"), ensure_ascii=False)
+
+
+def readable_json(value: Any, indent: str = "", width: int = 100) -> str:
+    """JSON indented by two spaces, with every object or array that fits ``width`` on one line."""
+    flat = json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+    if not isinstance(value, dict | list) or len(indent) + len(flat) <= width or not value:
+        return flat
+    inner = indent + "  "
+    if isinstance(value, dict):
+        items = [f"{inner}{json.dumps(k)}: {readable_json(v, inner, width)}" for k, v in value.items()]
+        return "{\n" + ",\n".join(items) + "\n" + indent + "}"
+    items = [inner + readable_json(v, inner, width) for v in value]
+    return "[\n" + ",\n".join(items) + "\n" + indent + "]"
+
+
+# --------------------------------------------------------------------------- the demo
+
+
+@dataclass
+class Seen:
+    """What the model was given for one call."""
+
+    text: str
+    is_error: bool
+
+    @property
+    def prefix(self) -> str:
+        head = self.text.split(":", 1)[0]
+        return head if head.isupper() else ""
+
+
+@dataclass
+class Demo:
+    program: Program
+    directory: Path
+    shown_log: set[str] = field(default_factory=set)
+    operator_blocks_shown: int = 0
+
+    @property
+    def config(self) -> Path:
+        return self.directory / "proxy.json"
+
+    @property
+    def database(self) -> Path:
+        return self.directory / "runs.db"
+
+    @property
+    def ledger(self) -> Path:
+        return self.directory / "ledger.txt"
+
+    # ------------------------------------------------------------------ files
+
+    def configuration(self) -> dict[str, Any]:
+        return {
+            "database": "runs.db",
+            "session": SESSION,
+            "hold": "0s",
+            "lease_ttl": f"{LEASE_TTL_SECONDS}s",
+            "servers": [
+                {
+                    "name": "bank",
+                    "command": self.program.fakebank_command(),
+                    "env": [f"FAKE_PAYMENTS_LEDGER={self.ledger}"],
+                    "manifest": "bank.manifest.json",
+                    "rules": {
+                        "balance": {"side_effect": "read_only", "timeout": "5s"},
+                        "pay": {"side_effect": "remote_mutation", "timeout": "30s"},
+                    },
+                }
+            ],
+        }
+
+    def write_configuration(self) -> str:
+        text = readable_json(self.configuration()) + "\n"
+        fd = os.open(self.config, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+        return text
+
+    def payments(self) -> int:
+        from agentrt_proxy.testing.fakebank import count_payments
+
+        return count_payments(self.ledger)
+
+    def ledger_lines(self) -> list[str]:
+        try:
+            return self.ledger.read_text(encoding="utf-8").splitlines()
+        except FileNotFoundError:
+            return []
+
+    # ------------------------------------------------------------------ the program's commands
+
+    def run_program(self, args: Sequence[str], *, what: str) -> subprocess.CompletedProcess[str]:
+        """Run a subcommand of this same program in the demo's directory, as a separate process."""
+        try:
+            done = subprocess.run(
+                [*self.program.argv, *args],
+                cwd=self.directory,
+                env=self.program.env(),
+                stdin=subprocess.DEVNULL,
+                capture_output=True,
+                text=True,
+                timeout=60,
+                check=False,
+            )
+        except subprocess.TimeoutExpired as err:
+            raise DemoFailure(f"{what}: `agentrt-proxy {shlex.join(args)}` did not finish within 60 s") from err
+        return done
+
+    def shell(self, args: Sequence[str], *, what: str, show_output: bool = True) -> str:
+        """Print ``$ agentrt-proxy <args>``, run it, print its output; fail on a non-zero exit."""
+        say(f"$ agentrt-proxy {shlex.join(args)}")
+        done = self.run_program(args, what=what)
+        if show_output:
+            indented(done.stdout, "  ")
+        if done.returncode != 0:
+            indented(done.stderr, "  ")
+            raise DemoFailure(f"{what}: `agentrt-proxy {shlex.join(args)}` exited {done.returncode}")
+        return done.stdout
+
+    def waiting_approval(self, what: str) -> tuple[str, str]:
+        """The one run waiting for an operator and its approval, read as the operator would."""
+        done = self.run_program(["runs", "-db", "runs.db", "-json"], what=what)
+        if done.returncode != 0:
+            raise DemoFailure(f"{what}: `agentrt-proxy runs -json` exited {done.returncode}: {one_line(done.stderr)}")
+        try:
+            runs = json.loads(done.stdout)["runs"]
+        except (ValueError, KeyError, TypeError) as err:
+            raise DemoFailure(f"{what}: `agentrt-proxy runs -json` printed no runs: {one_line(done.stdout)}") from err
+        waiting = [r for r in runs if r.get("status") == "WAITING_FOR_APPROVAL" and r.get("pending_approval_id")]
+        if len(waiting) != 1:
+            raise DemoFailure(f"{what}: expected one run waiting for an operator, found {len(waiting)}")
+        return waiting[0]["id"], waiting[0]["pending_approval_id"]
+
+    def operator(self, verb: str, note: str, what: str, *, expect_kind: str | None = None) -> None:
+        """The operator, in a process of its own, decides the one waiting approval."""
+        run_id, approval_id = self.waiting_approval(what)
+        args = [verb, "-db", "runs.db", run_id, "-approval", approval_id, "-by", OPERATOR, "-note", note]
+        if verb == "approve":
+            args.append("-yes")
+        proc = subprocess.Popen(
+            [*self.program.argv, *args],
+            cwd=self.directory,
+            env=self.program.env(),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        say(f"   operator (pid {proc.pid}): agentrt-proxy {shlex.join(args)}")
+        try:
+            out, err = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired as exc:
+            proc.kill()
+            proc.communicate()
+            raise DemoFailure(f"{what}: the operator's {verb} did not finish within 60 s") from exc
+        lines = out.splitlines()
+        kind = next((line.split(None, 1)[1] for line in lines if line.startswith("kind ")), "")
+        if self.operator_blocks_shown == 0:
+            shown = lines  # the first time, everything the operator reads before deciding
+        else:
+            end = next((i for i, line in enumerate(lines) if line.startswith("----- end of approval")), -1)
+            shown = [line for line in lines if line.startswith("kind ")] + lines[end + 1 :]
+        self.operator_blocks_shown += 1
+        for line in shown:
+            say(f"      | {line}")
+        if proc.returncode != 0:
+            indented(err, "      | ")
+            raise DemoFailure(f"{what}: the operator's {verb} exited {proc.returncode}")
+        if expect_kind is not None and kind != expect_kind:
+            raise DemoFailure(f"{what}: the operator expected an approval of kind {expect_kind}, read {kind or 'none'}")
+
+    # ------------------------------------------------------------------ the host
+
+    @contextlib.asynccontextmanager
+    async def proxy(self) -> AsyncIterator[Any]:
+        """A host session with a freshly started proxy (``serve -config proxy.json``)."""
+        from agentrt_proxy.mcp.client import open_connection
+        from agentrt_proxy.mcp.spec import ServerSpec
+
+        spec = ServerSpec(
+            name="gated",
+            command=[*self.program.argv, "serve", "-config", str(self.config)],
+            env=self.program.extra_env_entries(),
+            connect_timeout_ns=CONNECT_TIMEOUT_NS,
+        )
+        async with open_connection(spec) as conn:
+            yield conn
+
+    @contextlib.asynccontextmanager
+    async def bank(self) -> AsyncIterator[Any]:
+        """A host session straight with the fake payment server, no proxy in between."""
+        from agentrt_proxy.mcp.client import open_connection
+        from agentrt_proxy.mcp.spec import ServerSpec
+
+        spec = ServerSpec(
+            name="bank",
+            command=self.program.fakebank_command(),
+            env=[f"FAKE_PAYMENTS_LEDGER={self.ledger}"],
+            connect_timeout_ns=CONNECT_TIMEOUT_NS,
+        )
+        async with open_connection(spec) as conn:
+            yield conn
+
+    async def call(self, conn: Any, tool: str, args: dict[str, Any], *, quiet: bool = False) -> Seen:
+        """The model calls ``tool``; print the call and what the model sees."""
+        from agentrt_proxy.mcp.outcomes import NoAnswer, Refused, Result, RpcError
+
+        if not quiet:
+            say(f"   model calls {tool} {compact(args)}")
+        outcome = await conn.call_tool(tool, compact(args), CALL_TIMEOUT_NS)
+        if isinstance(outcome, Result):
+            seen = Seen(outcome.text, outcome.is_error)
+        elif isinstance(outcome, RpcError):
+            seen = Seen(f"(protocol error {outcome.code}: {outcome.message})", True)
+        elif isinstance(outcome, NoAnswer):
+            seen = Seen(f"(no answer: {outcome.detail})", True)
+        elif isinstance(outcome, Refused):
+            seen = Seen(f"(an answer that is not usable JSON: {outcome.reason})", True)
+        else:  # pragma: no cover - the client returns one of the four
+            seen = Seen(repr(outcome), True)
+        if not quiet:
+            say(f"   model sees{' (isError)' if seen.is_error else ''}: {one_line(seen.text)}")
+        self.show_log(conn)
+        return seen
+
+    def show_log(self, conn: Any) -> None:
+        """New lines the proxy wrote to its stderr for the operator (the host's log)."""
+        tail = getattr(getattr(conn, "_transport", None), "stderr_tail", None)
+        if tail is None:
+            return
+        for line in tail().splitlines():
+            if line in self.shown_log or not any(mark in line for mark in _LOG_WORTH_SHOWING):
+                continue
+            self.shown_log.add(line)
+            say(f"   proxy's log: {line}")
+
+    @staticmethod
+    def pid_of(conn: Any) -> int:
+        pid = getattr(getattr(conn, "_transport", None), "pid", None)
+        if not isinstance(pid, int):
+            raise DemoFailure("step 3: the host cannot tell the proxy's process id, so it cannot kill it")
+        return pid
+
+    # ------------------------------------------------------------------ checks
+
+    @staticmethod
+    def expect(step: str, seen: Seen, prefix: str | tuple[str, ...], *, is_error: bool | None = None) -> None:
+        prefixes = (prefix,) if isinstance(prefix, str) else prefix
+        ok = any(seen.text.startswith(p) for p in prefixes)
+        if ok and is_error is not None:
+            ok = seen.is_error == is_error
+        if not ok:
+            wanted = " or ".join(prefixes) + ("" if is_error is None else f" (isError {str(is_error).lower()})")
+            got = f"{'(isError) ' if seen.is_error else ''}{one_line(seen.text, 200)}"
+            raise DemoFailure(f"{step}: the model should have seen {wanted}, but saw: {got}")
+
+    def expect_payments(self, step: str, want: int, narration: str) -> None:
+        have = self.payments()
+        say(f"   payments the server has made: {have}{narration}")
+        if have != want:
+            raise DemoFailure(f"{step}: the server should have made {want} payment(s) by now, but made {have}")
+
+    # ------------------------------------------------------------------ the steps
+
+    async def run(self) -> None:
+        import anyio
+
+        say("agentrt-proxy demo: a scripted host, the proxy and a fake payment server; no model, no key, no Node.")
+        say(f"agentrt-proxy below is: {self.program.shown}")
+        say(f"working in {self.directory}")
+        say()
+        say("The operator's configuration, proxy.json (mode 0600): pay needs an approval, balance is a read,")
+        say("refund is left unclassified so the model never sees it; hold 0s answers at once; lease_ttl 3s.")
+        indented(self.write_configuration(), "  ")
+        say()
+        self.shell(["pin", "-config", "proxy.json"], what="pin")
+        self.shell(["check", "-config", "proxy.json"], what="check")
+        say()
+
+        with anyio.fail_after(DEMO_DEADLINE_SECONDS):
+            async with self.proxy() as host:
+                names = [t.name for t in host.tools]
+                say(f"The host starts the proxy (serve -config proxy.json) and lists its tools: {', '.join(names)}")
+                if sorted(names) != ["bank_balance", "bank_pay", "gate_status"]:
+                    raise DemoFailure(f"start: the proxy should offer bank_balance, bank_pay, gate_status, not {names}")
+                say()
+                await self.step1(host)
+                await self.step2(host)
+                await self.step3_kill(host)
+            async with self.proxy() as host:
+                await self.step3_after_restart(host)
+                await self.step4(host)
+
+    async def step1(self, host: Any) -> None:
+        step = "step 1"
+        say("1. A read the policy allows runs and answers.")
+        seen = await self.call(host, "bank_balance", {"account": "household"})
+        self.expect(step, seen, "account household holds", is_error=False)
+        say()
+
+    async def step2(self, host: Any) -> None:
+        step = "step 2"
+        say("2. A payment waits for an operator, approved from a second process, collected once.")
+        rent = {"to": "landlord", "amount": 950}
+        self.expect(step, await self.call(host, "bank_pay", rent), "PENDING_APPROVAL", is_error=False)
+        self.expect_payments(step, 0, " (nothing has run)")
+        self.operator("approve", "rent for October", step)
+        say("   (the model is told the payment was approved, and calls again with the same arguments)")
+        self.expect(step, await self.call(host, "bank_pay", rent), "paid 950.00 to landlord", is_error=False)
+        self.expect_payments(step, 1, " (collected once)")
+        say()
+
+    async def step3_kill(self, host: Any) -> None:
+        import anyio
+
+        step = "step 3"
+        say("3. The proxy is killed while a payment is inside the server; after a restart the outcome is unknown.")
+        say("   (mode block: the server records the payment, then answers only once it is released)")
+        before = self.payments()
+        self.expect(step, await self.call(host, "bank_pay", PLUMBER), "PENDING_APPROVAL", is_error=False)
+        self.operator("approve", "repair the boiler", step)
+        say(f"   model calls bank_pay {compact(PLUMBER)}   (collecting it, in the background)")
+        collected: list[Seen] = []
+
+        async def collect() -> None:
+            collected.append(await self.call(host, "bank_pay", PLUMBER, quiet=True))
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(collect)
+            with anyio.move_on_after(20) as wait:
+                while self.payments() == before:
+                    await anyio.sleep(0.02)
+            if wait.cancelled_caught:
+                raise DemoFailure(f"{step}: the server did not record the payment within 20 s")
+            say("   the server has recorded the payment and has not answered; the proxy is killed with SIGKILL")
+            os.kill(self.pid_of(host), signal.SIGKILL)
+            with anyio.move_on_after(20):
+                while not collected:
+                    await anyio.sleep(0.02)
+        # Let any server the dead proxy left behind finish, so nothing waits forever.
+        self.ledger.with_name(self.ledger.name + ".release").touch()
+        if not collected:
+            raise DemoFailure(f"{step}: the host's call did not end when the proxy died")
+        say(f"   the host's call ends without an answer: {one_line(collected[0].text, 90)}")
+
+    async def step3_after_restart(self, host: Any) -> None:
+        import anyio
+
+        step = "step 3"
+        say("   a new proxy is started (the host reconnects) and the model calls again, identically")
+        first = await self.call(host, "bank_pay", PLUMBER)
+        self.expect(step, first, ("IN_PROGRESS", "INTERRUPTED"), is_error=False)
+        say(f"   waiting out the dead proxy's {LEASE_TTL_SECONDS}s lease")
+        await anyio.sleep(LEASE_TTL_SECONDS + 0.5)
+        self.expect(step, await self.call(host, "bank_pay", PLUMBER), "INTERRUPTED", is_error=False)
+        self.expect(step, await self.call(host, "gate_status", {}), "GATE_STATUS", is_error=False)
+        self.operator("reject", "the bank shows it went through", step, expect_kind="interrupted_side_effect")
+        self.expect(step, await self.call(host, "bank_pay", PLUMBER), "REJECTED", is_error=True)
+        self.expect_payments(step, 2, " (the cut-off one ran once, and nothing ran again)")
+        say("   the tool is unblocked: a different payment asks, is approved and runs")
+        other = {"to": "electrician", "amount": 75}
+        self.expect(step, await self.call(host, "bank_pay", other), "PENDING_APPROVAL", is_error=False)
+        self.operator("approve", "new socket", step)
+        self.expect(step, await self.call(host, "bank_pay", other), "paid 75.00 to electrician", is_error=False)
+        self.expect_payments(step, 3, "")
+        say()
+
+    async def step4(self, host: Any) -> None:
+        step = "step 4"
+        say("4. A host lost a response and retries the identical call.")
+        groceries = {"to": "grocer", "amount": 42}
+        before = self.payments()
+        self.expect(step, await self.call(host, "bank_pay", groceries), "PENDING_APPROVAL", is_error=False)
+        self.operator("approve", "weekly shop", step)
+        self.expect(step, await self.call(host, "bank_pay", groceries), "paid 42.00 to grocer", is_error=False)
+        say("   (the host never received that answer and retries)")
+        self.expect(step, await self.call(host, "bank_pay", groceries), "DUPLICATE", is_error=True)
+        through = self.payments() - before
+        say(f"   through the proxy the server made {through} payment{'s' if through != 1 else ''}")
+        if through != 1:
+            raise DemoFailure(f"{step}: through the proxy the server should have made 1 payment, not {through}")
+        say("   the same two calls straight to the server:")
+        before = self.payments()
+        async with self.bank() as bank:
+            for _ in range(2):
+                self.expect(step, await self.call(bank, "pay", groceries), "paid 42.00 to grocer", is_error=False)
+        without = self.payments() - before
+        say(f"   without the proxy the server made {without} payment{'s' if without != 1 else ''}")
+        if without != 2:
+            raise DemoFailure(f"{step}: straight to the server there should have been 2 payments, not {without}")
+        say()
+
+    # ------------------------------------------------------------------ the end
+
+    def epilogue(self) -> None:
+        say("What the operator sees afterwards.")
+        say("The fake bank's ledger (one line per payment it made):")
+        for line in self.ledger_lines():
+            say(f"  {line}")
+        self.shell(["runs", "-db", "runs.db"], what="runs")
+        out = self.shell(["verify", "-db", "runs.db"], what="verify")
+        if not out.strip():
+            raise DemoFailure("verify: printed nothing")
+        say()
+
+
+# --------------------------------------------------------------------------- processes
+
+
+def _leftovers(directory: Path) -> list[int]:
+    """Processes still running that this demo started (Linux: read from /proc; else none known)."""
+    proc = Path("/proc")
+    if not sys.platform.startswith("linux") or not proc.is_dir():
+        return []
+    marks = [str(directory).encode()]
+    found: list[int] = []
+    for entry in proc.iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            blob = (entry / "cmdline").read_bytes() + b"\0" + (entry / "environ").read_bytes()
+        except OSError:
+            continue
+        if any(mark in blob for mark in marks):
+            found.append(int(entry.name))
+    return found
+
+
+def stop_everything(directory: Path) -> None:
+    """Wait for the demo's processes to exit; kill any left after the grace period."""
+    deadline = time.monotonic() + STOP_GRACE_SECONDS
+    left = _leftovers(directory)
+    while left and time.monotonic() < deadline:
+        time.sleep(0.05)
+        left = _leftovers(directory)
+    for pid in left:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+    deadline = time.monotonic() + 5
+    while left and time.monotonic() < deadline:
+        time.sleep(0.05)
+        left = _leftovers(directory)
+    if left:
+        raise DemoFailure(f"processes the demo started are still running: {', '.join(map(str, left))}")
+
+
+# --------------------------------------------------------------------------- entry points
+
+
+def command(argv: list[str]) -> int:
+    flags = parse(argv, switches=("keep",))
+    if flags.positionals:
+        raise UsageError("demo takes only -keep")
+    keep = flags.on("keep")
+    program = this_program()
+    directory = Path(tempfile.mkdtemp(prefix="agentrt-proxy-demo-")).resolve()
+    os.chmod(directory, 0o700)
+    demo = Demo(program, directory)
+    failure: str | None = None
+    try:
+        import anyio
+
+        anyio.run(demo.run)
+        demo.epilogue()
+    except DemoFailure as err:
+        failure = str(err)
+    except TimeoutError:
+        failure = f"the demo did not finish within {DEMO_DEADLINE_SECONDS} s"
+    except KeyboardInterrupt:
+        failure = "interrupted"
+    try:
+        stop_everything(directory)
+    except DemoFailure as err:
+        failure = failure or str(err)
+    if failure is not None:
+        say(f"demo failed: {failure}")
+        sys.stderr.write(f"agentrt-proxy: demo: {failure}\n")
+        say(f"the demo's directory is kept for a look: {directory}")
+        return 1
+    say("every process the demo started has exited.")
+    if keep:
+        say(f"kept {directory}; read it with:")
+        say(f"  {program.shown} runs -db {shlex.quote(str(directory / 'runs.db'))}")
+        say(f"  {program.shown} show -db {shlex.quote(str(directory / 'runs.db'))} RUN")
+        say(f"  cat {shlex.quote(str(directory / 'ledger.txt'))}")
+    else:
+        shutil.rmtree(directory, ignore_errors=True)
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m agentrt_proxy.demo [-keep]``."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return command(args)
+    except UsageError as err:
+        sys.stderr.write(f"agentrt-proxy: demo: {err}\nusage: agentrt-proxy demo [-keep]\n")
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())

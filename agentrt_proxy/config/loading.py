@@ -1,0 +1,643 @@
+"""The configuration file: strict loading, defaults, the file checks and the policy identity.
+
+One JSON object, read only when the current user owns it and nobody else can write it.
+Unknown fields and repeated keys are refused anywhere; every refusal names the file and
+the field. Relative ``database`` and ``manifest`` paths are taken against the file's own
+directory.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import re
+import stat
+import urllib.parse
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, NoReturn
+
+from agentrt_proxy import canonical
+from agentrt_proxy.canonical import JSONBoundaryError, Number
+from agentrt_proxy.canonical.durations import HOUR, MINUTE, SECOND, DurationError, format_go, parse_go
+
+# The side-effect classes, in order of what a call can do; READ_ONLY is the one that changes nothing.
+READ_ONLY = "read_only"
+SIDE_EFFECTS = (READ_ONLY, "local_mutation", "remote_mutation", "destructive")
+OUTCOMES = ("allow", "require_approval", "deny")
+DEFAULT_POLICY: dict[str, str] = {
+    READ_ONLY: "allow",
+    "local_mutation": "allow",
+    "remote_mutation": "require_approval",
+    "destructive": "deny",
+}
+DEFAULT_HOLD = 15 * SECOND
+DEFAULT_REPEAT_WINDOW = 10 * MINUTE
+DEFAULT_MAX_PENDING = 5
+DEFAULT_TTL = 24 * HOUR
+DEFAULT_LEASE_TTL = 30 * SECOND
+MIN_LEASE_TTL = 3 * SECOND
+DEFAULT_CONNECT_TIMEOUT = 30 * SECOND
+DEFAULT_STATUS_TOOL = "gate_status"
+POLICY_ID_PREFIX = "agentrt-proxy/sha256:"
+
+SESSION_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,64}")
+TOOL_NAME_PATTERN = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+_HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+
+
+class ConfigError(Exception):
+    """A configuration the proxy refuses; the message names the file and the field."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    """The operator's rule for one upstream tool (keyed by the server's own tool name)."""
+
+    side_effect: str = ""
+    timeout: int | None = None
+    description: str | None = None
+    deny: tuple[str, ...] = ()
+    fixed: dict[str, Any] = field(default_factory=dict)
+    rename: str | None = None
+    allow_hint_mismatch: bool = False
+    terminal: bool = False  # accepted for the rules.json shape; every proxy tool is terminal
+    outcome: str | None = None
+    repeat_window: int | None = None
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    name: str
+    manifest: Path
+    command: tuple[str, ...] | None = None
+    endpoint: str | None = None
+    env: tuple[str, ...] = ()
+    inherit_env: tuple[str, ...] = ()
+    headers: dict[str, str] = field(default_factory=dict)
+    connect_timeout: int = DEFAULT_CONNECT_TIMEOUT
+    default_timeout: int | None = None
+    rules: dict[str, Rule] = field(default_factory=dict)
+    skip_path_check: bool = False
+
+
+@dataclass(frozen=True)
+class Config:
+    path: Path
+    database: Path
+    session: str
+    servers: tuple[ServerConfig, ...]
+    policy: dict[str, str]
+    hold: int = DEFAULT_HOLD
+    repeat_window: int = DEFAULT_REPEAT_WINDOW
+    max_pending: int = DEFAULT_MAX_PENDING
+    approval_ttl: int = DEFAULT_TTL
+    grant_ttl: int = DEFAULT_TTL
+    status_tool: str = DEFAULT_STATUS_TOOL
+    lease_ttl: int = DEFAULT_LEASE_TTL
+
+    def policy_id(self) -> str:
+        """``agentrt-proxy/sha256:`` + hex SHA-256 of exactly what the policy decides from."""
+        return POLICY_ID_PREFIX + hashlib.sha256(canonical.canonical_bytes(self.policy_identity())).hexdigest()
+
+    def policy_identity(self) -> dict[str, Any]:
+        servers = []
+        for server in sorted(self.servers, key=lambda s: s.name):
+            rules: dict[str, Any] = {}
+            for tool, rule in server.rules.items():
+                entry: dict[str, Any] = {"side_effect": rule.side_effect}
+                if rule.outcome:
+                    entry["outcome"] = rule.outcome
+                if rule.fixed:
+                    entry["fixed"] = dict(rule.fixed)
+                if rule.rename:
+                    entry["rename"] = rule.rename
+                rules[tool] = entry
+            servers.append({"name": server.name, "rules": rules})
+        return {"policy": dict(self.policy), "servers": servers}
+
+    def window_for(self, rule: Rule | None) -> int:
+        if rule is not None and rule.repeat_window is not None:
+            return rule.repeat_window
+        return self.repeat_window
+
+    def protected_files(self) -> list[Path]:
+        """The files whose writer could rewrite the policy or forge an approval."""
+        return [self.path, self.database, *(server.manifest for server in self.servers)]
+
+
+# ------------------------------------------------------------------------------ file checks
+
+
+def _mode_text(mode: int) -> str:
+    return stat.filemode(mode)
+
+
+def check_owned(path: Path | str, st: os.stat_result) -> None:
+    """Refuse a file that is not regular, that group or others can write, or that another
+    user owns: whoever can write it can change what the tools may do."""
+    name = str(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise ConfigError(f"{name} is not a regular file")
+    if os.name != "posix":
+        return
+    if st.st_mode & 0o022:
+        raise ConfigError(
+            f"{name} has mode {_mode_text(st.st_mode)}, which lets its group or others write it: chmod go-w it"
+        )
+    if st.st_uid != os.getuid():
+        mode = _mode_text(st.st_mode)
+        raise ConfigError(f"{name} (mode {mode}) is owned by uid {st.st_uid}, not by the current user")
+
+
+def read_owned(path: Path | str) -> bytes:
+    """Read a file through the ownership check, judged on the opened file itself."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as err:
+        raise ConfigError(f"{path}: {err.strerror}") from None
+    try:
+        check_owned(path, os.fstat(fd))
+        chunks = []
+        while True:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+        return b"".join(chunks)
+    except OSError as err:
+        raise ConfigError(f"{path}: {err.strerror}") from None
+    finally:
+        os.close(fd)
+
+
+def check_database_file(path: Path | str) -> None:
+    """Run before the store opens the database and again after: absent is fine, a symbolic
+    link or a file others can write is refused."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    except OSError as err:
+        raise ConfigError(f"database: {path}: {err.strerror}") from None
+    if stat.S_ISLNK(st.st_mode):
+        raise ConfigError(f"database: {path} is a symbolic link; name the database file itself")
+    if not stat.S_ISREG(st.st_mode):
+        raise ConfigError(f"database: {path} is not a regular file")
+    try:
+        check_owned(path, st)
+    except ConfigError as err:
+        raise ConfigError(f"database: {err}") from None
+
+
+# --------------------------------------------------------------------------- strict reading
+
+
+class _Object:
+    """One JSON object of the file, read field by field; what is left over is refused."""
+
+    def __init__(self, value: Any, where: str, errors: _Errors) -> None:
+        if not isinstance(value, dict):
+            errors.fail(f"{where or 'the configuration'} must be a JSON object")
+        self.value: dict[str, Any] = value
+        self.where = where
+        self.errors = errors
+        self.seen: set[str] = set()
+
+    def field_name(self, name: str) -> str:
+        return f"{self.where}.{name}" if self.where else name
+
+    def get(self, name: str) -> Any:
+        self.seen.add(name)
+        return self.value.get(name)
+
+    def has(self, name: str) -> bool:
+        return name in self.value
+
+    def string(self, name: str) -> str | None:
+        value = self.get(name)
+        if value is None:
+            return None
+        if not isinstance(value, str) or isinstance(value, Number):
+            self.errors.fail(f"{self.field_name(name)} must be a string")
+        return value
+
+    def boolean(self, name: str) -> bool:
+        value = self.get(name)
+        if value is None:
+            return False
+        if not isinstance(value, bool):
+            self.errors.fail(f"{self.field_name(name)} must be true or false")
+        return value
+
+    def strings(self, name: str) -> tuple[str, ...] | None:
+        value = self.get(name)
+        if value is None:
+            return None
+        if not isinstance(value, list) or not all(
+            isinstance(item, str) and not isinstance(item, Number) for item in value
+        ):
+            self.errors.fail(f"{self.field_name(name)} must be an array of strings")
+        return tuple(value)
+
+    def duration(self, name: str, describe: Callable[[str], str] | None = None) -> int | None:
+        value = self.get(name)
+        if value is None:
+            return None
+        label = describe(name) if describe else self.field_name(name)
+        if not isinstance(value, str) or isinstance(value, Number):
+            self.errors.fail(f"{label}: a duration is a string such as \"15s\", not {canonical.policy_text(value)}")
+        try:
+            ns = parse_go(value)
+        except DurationError as err:
+            self.errors.fail(f"{label}: {err}")
+        if ns < 0:
+            self.errors.fail(f"{label}: duration \"{value}\" is negative")
+        return ns
+
+    def finish(self) -> None:
+        for name in self.value:
+            if name not in self.seen:
+                where = f" in {self.where}" if self.where else ""
+                self.errors.fail(f"unknown field \"{name}\"{where}")
+
+
+class _Errors:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def fail(self, message: str) -> NoReturn:
+        raise ConfigError(f"config {self.path}: {message}")
+
+
+def load_config(path: Path | str) -> Config:
+    """Read, check and return the configuration at ``path``."""
+    config_path = Path(os.path.abspath(path))
+    try:
+        data = read_owned(config_path)
+    except ConfigError as err:
+        raise ConfigError(f"config: {err}") from None
+    errors = _Errors(config_path)
+    try:
+        tree = canonical.parse_strict(data)
+    except JSONBoundaryError as err:
+        if err.reason == "not valid JSON":
+            _diagnose_invalid(data, errors)
+        errors.fail(f"not usable JSON: {err.reason}")
+    return _build(tree, config_path, errors)
+
+
+def _diagnose_invalid(data: bytes, errors: _Errors) -> None:
+    """Say ``trailing data`` when one object is followed by more, as that is a common slip."""
+    import json
+
+    try:
+        _, _end = json.JSONDecoder().raw_decode(data.decode("utf-8").lstrip())
+    except ValueError:
+        return
+    errors.fail("trailing data after the configuration")
+
+
+def _build(tree: Any, path: Path, errors: _Errors) -> Config:
+    top = _Object(tree, "", errors)
+    base = path.parent
+    database = top.string("database")
+    session = top.string("session")
+    servers_value = top.get("servers")
+    policy_value = top.get("policy")
+    hold = top.duration("hold")
+    repeat_window = top.duration("repeat_window")
+    max_pending_value = top.get("max_pending")
+    approval_ttl = top.duration("approval_ttl")
+    grant_ttl = top.duration("grant_ttl")
+    status_tool = top.string("status_tool")
+    lease_ttl = top.duration("lease_ttl")
+    top.finish()
+
+    if not database:
+        errors.fail("database is required")
+    if session is None or not SESSION_PATTERN.fullmatch(session):
+        errors.fail(f"session {_q(session or '')} must be 1 to 64 letters, digits, '_' or '-'")
+    if not isinstance(servers_value, list) or not servers_value:
+        if servers_value is not None and not isinstance(servers_value, list):
+            errors.fail("servers must be an array of server entries")
+        errors.fail("at least one server is required")
+    policy = _policy(policy_value, errors)
+    max_pending = _max_pending(max_pending_value, errors)
+    if lease_ttl is not None and lease_ttl < MIN_LEASE_TTL:
+        errors.fail(f"lease_ttl {format_go(lease_ttl)} is shorter than 3s")
+    if status_tool is not None and not TOOL_NAME_PATTERN.fullmatch(status_tool):
+        errors.fail(f"status_tool {_q(status_tool)} does not match ^[a-zA-Z0-9_-]{{1,64}}$")
+
+    servers = _servers(servers_value, base, errors)
+    return Config(
+        path=path,
+        database=_absolute(base, database),
+        session=session,
+        servers=servers,
+        policy=policy,
+        hold=DEFAULT_HOLD if hold is None else hold,
+        repeat_window=DEFAULT_REPEAT_WINDOW if repeat_window is None else repeat_window,
+        max_pending=max_pending,
+        approval_ttl=DEFAULT_TTL if approval_ttl is None else approval_ttl,
+        grant_ttl=DEFAULT_TTL if grant_ttl is None else grant_ttl,
+        status_tool=status_tool or DEFAULT_STATUS_TOOL,
+        lease_ttl=DEFAULT_LEASE_TTL if lease_ttl is None else lease_ttl,
+    )
+
+
+def _q(text: str) -> str:
+    import json
+
+    return json.dumps(text, ensure_ascii=False)
+
+
+def _in_server(name: str) -> Callable[[str], str]:
+    """How a server entry's field is named in a message: ``server "<name>": <field>``."""
+    return lambda field: f"server {_q(name)}: {field}"
+
+
+def _absolute(base: Path, name: str) -> Path:
+    return Path(os.path.abspath(base / os.path.expanduser(name) if not os.path.isabs(name) else name))
+
+
+def _policy(value: Any, errors: _Errors) -> dict[str, str]:
+    policy = dict(DEFAULT_POLICY)
+    if value is None:
+        return policy
+    if not isinstance(value, dict):
+        errors.fail("policy must be an object of side-effect class to outcome")
+    for side_effect, outcome in value.items():
+        if side_effect not in SIDE_EFFECTS:
+            errors.fail(f"policy: unknown side effect {_q(side_effect)}")
+        if not isinstance(outcome, str) or isinstance(outcome, Number) or outcome not in OUTCOMES:
+            shown = outcome if isinstance(outcome, str) else canonical.policy_text(outcome)
+            errors.fail(f"policy: {side_effect}: outcome {_q(shown)} is not allow, require_approval, or deny")
+        policy[side_effect] = outcome
+    return policy
+
+
+def _max_pending(value: Any, errors: _Errors) -> int:
+    if value is None:
+        return DEFAULT_MAX_PENDING
+    if not isinstance(value, Number) or not value.is_integer_literal():
+        errors.fail("max_pending must be a whole number")
+    number = int(value)
+    if number < 0:
+        errors.fail("max_pending must not be negative")
+    return number or DEFAULT_MAX_PENDING
+
+
+def _servers(values: list[Any], base: Path, errors: _Errors) -> tuple[ServerConfig, ...]:
+    servers: list[ServerConfig] = []
+    names: set[str] = set()
+    for index, value in enumerate(values):
+        entry = _Object(value, f"servers[{index}]", errors)
+        name = entry.string("name")
+        command = entry.strings("command")
+        endpoint = entry.string("endpoint")
+        env = entry.strings("env") or ()
+        inherit_env = entry.strings("inherit_env") or ()
+        headers_value = entry.get("headers")
+        label = name or f"servers[{index}]"
+        connect_timeout = entry.duration("connect_timeout", _in_server(label))
+        default_timeout = entry.duration("default_timeout", _in_server(label))
+        manifest = entry.string("manifest")
+        rules_value = entry.get("rules")
+        skip_path_check = entry.boolean("skip_path_check")
+        entry.finish()
+
+        if not name:
+            errors.fail(f"servers[{index}]: name is required")
+        if name in names:
+            errors.fail(f"servers[{index}]: the name {_q(name)} is used twice")
+        names.add(name)
+        if (command is None) == (endpoint is None) or (command is not None and not command):
+            errors.fail(f"server {_q(name)}: exactly one of command or endpoint is required")
+        if command is not None and not command[0]:
+            errors.fail(f"server {_q(name)}: command[0], the program, is empty")
+        if not manifest:
+            errors.fail(f"server {_q(name)}: manifest is required")
+        _check_env(name, env, inherit_env, errors)
+        headers = _headers(name, headers_value, errors)
+        if endpoint is not None:
+            _check_endpoint(name, endpoint, errors)
+            if env or inherit_env:
+                errors.fail(f"server {_q(name)}: env and inherit_env apply only to a stdio server (command)")
+        elif headers:
+            errors.fail(f"server {_q(name)}: headers apply only to a streamable HTTP server (endpoint)")
+        servers.append(
+            ServerConfig(
+                name=name,
+                manifest=_absolute(base, manifest),
+                command=command,
+                endpoint=endpoint,
+                env=env,
+                inherit_env=inherit_env,
+                headers=headers,
+                connect_timeout=connect_timeout or DEFAULT_CONNECT_TIMEOUT,
+                default_timeout=default_timeout or None,
+                rules=_rules(name, rules_value, errors),
+                skip_path_check=skip_path_check,
+            )
+        )
+    return tuple(servers)
+
+
+def _check_env(name: str, env: Iterable[str], inherit_env: Iterable[str], errors: _Errors) -> None:
+    for entry in inherit_env:
+        if not entry or "=" in entry:
+            errors.fail(f"server {_q(name)}: inherit_env entry {_q(entry)} is not a variable name")
+    for entry in env:
+        variable, sep, _ = entry.partition("=")
+        if not sep or not variable:
+            errors.fail(f"server {_q(name)}: env entry {_q(entry)} is not NAME=value")
+
+
+def _headers(name: str, value: Any, errors: _Errors) -> dict[str, str]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        errors.fail(f"server {_q(name)}: headers must be an object of header name to value")
+    headers: dict[str, str] = {}
+    for header, text in value.items():
+        if not _HEADER_NAME.fullmatch(header):
+            errors.fail(f"server {_q(name)}: headers: {_q(header)} is not an HTTP header name")
+        if not isinstance(text, str) or isinstance(text, Number) or any(c in text for c in "\r\n\0"):
+            # The value itself is never echoed: it is usually a credential.
+            errors.fail(f"server {_q(name)}: headers: the value of {header} must be a one-line string")
+        headers[header] = text
+    return headers
+
+
+def _check_endpoint(name: str, endpoint: str, errors: _Errors) -> None:
+    parsed = urllib.parse.urlsplit(endpoint)
+    if parsed.scheme not in ("http", "https") or not parsed.hostname:
+        errors.fail(f"server {_q(name)}: endpoint {_q(endpoint)} is not an http:// or https:// URL")
+
+
+_RULE_FIELDS = (
+    "side_effect",
+    "timeout",
+    "terminal",
+    "description",
+    "deny",
+    "fixed",
+    "rename",
+    "allow_hint_mismatch",
+    "outcome",
+    "repeat_window",
+)
+
+
+def _rules(server: str, value: Any, errors: _Errors) -> dict[str, Rule]:
+    if value is None:
+        return {}
+    if not isinstance(value, dict):
+        errors.fail(f"server {_q(server)}: rules must be an object of tool name to rule")
+    rules: dict[str, Rule] = {}
+    for tool in sorted(value):
+        rules[tool] = _rule(server, tool, value[tool], errors)
+    return rules
+
+
+def _rule(server: str, tool: str, value: Any, errors: _Errors) -> Rule:
+    where = f"server {_q(server)}: tool {_q(tool)}"
+    entry = _Object(value, f"servers[{server}].rules.{tool}", errors)
+    side_effect = entry.string("side_effect") or ""
+    outcome = entry.string("outcome")
+    timeout = entry.duration("timeout", lambda f: f"{where}: {f}")
+    repeat_window = entry.duration("repeat_window", lambda f: f"{where}: {f}")
+    description = entry.string("description")
+    deny = entry.strings("deny") or ()
+    fixed_value = entry.get("fixed")
+    rename = entry.string("rename")
+    allow_hint_mismatch = entry.boolean("allow_hint_mismatch")
+    terminal = entry.boolean("terminal")
+    entry.finish()
+    if outcome is not None and outcome not in OUTCOMES:
+        errors.fail(f"{where}: outcome {_q(outcome)} is not allow, require_approval, or deny")
+    if fixed_value is not None and not isinstance(fixed_value, dict):
+        errors.fail(f"{where}: fixed must be an object of parameter name to value")
+    return Rule(
+        side_effect=side_effect,
+        timeout=timeout,
+        description=description,
+        deny=deny,
+        fixed=dict(fixed_value or {}),
+        rename=rename,
+        allow_hint_mismatch=allow_hint_mismatch,
+        terminal=terminal,
+        outcome=outcome,
+        repeat_window=repeat_window,
+    )
+
+
+def read_rules(path: Path | str) -> dict[str, Rule]:
+    """Read a standalone rules file (the ``examples/rules.json`` shape) strictly."""
+    file_path = Path(os.path.abspath(path))
+    data = read_owned(file_path)
+    errors = _Errors(file_path)
+    try:
+        tree = canonical.parse_strict(data)
+    except JSONBoundaryError as err:
+        errors.fail(f"not usable JSON: {err.reason}")
+    return _rules(file_path.stem, tree, errors)
+
+
+# ----------------------------------------------------------------------------- reach check
+
+
+def _identity(path: str) -> tuple[int, int] | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino)
+
+
+def _resolve_existing(path: str) -> str:
+    """Resolve symbolic links as far as the path exists, keep the rest as written."""
+    return os.path.realpath(path)
+
+
+def _ancestry(path: str) -> list[str]:
+    chain = [path]
+    while True:
+        parent = os.path.dirname(path)
+        if parent == path:
+            return chain
+        chain.append(parent)
+        path = parent
+
+
+@dataclass
+class _Protected:
+    identities: dict[tuple[int, int], str] = field(default_factory=dict)
+    missing: dict[str, str] = field(default_factory=dict)
+
+
+def _protected(config: Config) -> _Protected:
+    protected = _Protected()
+    for file in config.protected_files():
+        absolute = os.path.abspath(file)
+        resolved = _resolve_existing(absolute)
+        if _identity(absolute) is None:
+            protected.missing[resolved] = str(file)
+        for chain in (_ancestry(absolute), _ancestry(resolved)):
+            for entry in chain:
+                identity = _identity(entry)
+                if identity is not None:
+                    protected.identities.setdefault(identity, str(file))
+    return protected
+
+
+def reach_candidates(argument: str, home: str | None = None) -> list[str]:
+    """The paths one command argument could name, in the spellings the check reads."""
+    candidates = [argument]
+    for separator in ("=", ":"):
+        _, sep, rest = argument.partition(separator)
+        if sep:
+            candidates.append(rest)
+    if argument.startswith("-") and not argument.startswith("--") and len(argument) > 2:
+        candidates.append(argument[2:])
+    for candidate in list(candidates):
+        parsed = urllib.parse.urlsplit(candidate)
+        if parsed.scheme.lower() == "file":
+            candidates.append(urllib.parse.unquote(parsed.path))
+    home = home if home is not None else os.path.expanduser("~")
+    expanded = []
+    for candidate in candidates:
+        if candidate == "~":
+            candidate = home
+        elif candidate.startswith("~/"):
+            candidate = os.path.join(home, candidate[2:])
+        if candidate:
+            expanded.append(candidate)
+    return expanded
+
+
+def check_reach(config: Config) -> None:
+    """Refuse, best effort, a stdio server whose arguments name one of the proxy's files or
+    a directory above one: such a server could rewrite the policy or forge an approval."""
+    protected = _protected(config)
+    for server in config.servers:
+        if server.skip_path_check or server.command is None:
+            continue
+        for argument in server.command[1:]:
+            for candidate in reach_candidates(argument):
+                absolute = os.path.abspath(candidate)
+                identity = _identity(absolute)
+                reached = (
+                    protected.identities.get(identity)
+                    if identity is not None
+                    else protected.missing.get(_resolve_existing(absolute))
+                )
+                if reached is not None:
+                    raise ConfigError(
+                        f"server {_q(server.name)}: its argument {_q(argument)} reaches {reached}, which the "
+                        "proxy's policy and approvals depend on: point the server elsewhere, or set "
+                        "skip_path_check on it if it cannot write there"
+                    )

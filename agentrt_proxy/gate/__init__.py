@@ -1,0 +1,81 @@
+"""The gate: one tool step per run. The session, approvals and their hash, attempts, the policy and its identity."""
+
+from agentrt_proxy.gate.approvals import (
+    approval_hash,
+    approve_shown,
+    stored_hash,
+)
+from agentrt_proxy.gate.attempts import (
+    OUTCOME_KNOWN,
+    OUTCOME_NONE,
+    OUTCOME_UNKNOWN,
+    LastAttempt,
+)
+from agentrt_proxy.gate.model import (
+    ALLOWED,
+    DENIED,
+    ENDED,
+    PENDING,
+    TERMINAL,
+    WAITING,
+    Decision,
+    Limits,
+    Observation,
+    Verdict,
+    proxy_limits,
+)
+from agentrt_proxy.gate.policy import (
+    INTERRUPTED_SIDE_EFFECT,
+    REQUIRE_APPROVAL,
+    Attempt,
+    OfferedTool,
+    PolicyDecision,
+    ProxyPolicy,
+    RunView,
+    SideEffectPolicy,
+    ToolRequest,
+    default_policy,
+    offered_tools_from_config,
+)
+from agentrt_proxy.gate.session import (
+    Clock,
+    Gate,
+    Session,
+    WallClock,
+)
+
+__all__ = [
+    "ALLOWED",
+    "DENIED",
+    "ENDED",
+    "INTERRUPTED_SIDE_EFFECT",
+    "OUTCOME_KNOWN",
+    "OUTCOME_NONE",
+    "OUTCOME_UNKNOWN",
+    "PENDING",
+    "REQUIRE_APPROVAL",
+    "TERMINAL",
+    "WAITING",
+    "Attempt",
+    "Clock",
+    "Decision",
+    "Gate",
+    "LastAttempt",
+    "Limits",
+    "Observation",
+    "OfferedTool",
+    "PolicyDecision",
+    "ProxyPolicy",
+    "RunView",
+    "Session",
+    "SideEffectPolicy",
+    "ToolRequest",
+    "Verdict",
+    "WallClock",
+    "approval_hash",
+    "approve_shown",
+    "default_policy",
+    "offered_tools_from_config",
+    "proxy_limits",
+    "stored_hash",
+]

@@ -1,0 +1,179 @@
+"""What a run's last attempt at its tool call came to, read from its recorded steps.
+
+The rules across calls never trust the proxy's index for what happened: they read the run.
+An attempt is *known* (a result, an error the server returned, or an answer the boundary
+refused), *unknown* (cut off while executing, timed out, or no answer: it may have taken
+effect), or there was *none* (nothing ran: denied, invalid, never approved, cut off before
+the tool started).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from agentrt_proxy import canonical
+from agentrt_proxy.gate.policy import Attempt
+from agentrt_proxy.store import Approval, Step
+
+OUTCOME_UNSEEN = 0
+OUTCOME_NONE = 1
+OUTCOME_KNOWN = 2
+OUTCOME_UNKNOWN = 3
+
+INTERRUPTED_SIDE_EFFECT = "interrupted_side_effect"
+Ended = str  # "cut_off", "timed_out" or "no_answer"
+
+
+@dataclass(frozen=True)
+class LastAttempt:
+    outcome: int  # OUTCOME_NONE, OUTCOME_KNOWN or OUTCOME_UNKNOWN
+    attempt: Attempt | None = None  # set when unknown
+    step: Step | None = None  # the step that decided it
+
+    @property
+    def known(self) -> bool:
+        return self.outcome == OUTCOME_KNOWN
+
+    @property
+    def unknown(self) -> bool:
+        return self.outcome == OUTCOME_UNKNOWN
+
+
+NONE = LastAttempt(OUTCOME_NONE)
+
+
+def loads(text: str) -> Any:
+    """Read a stored JSON column keeping number literals; ``None`` when empty or unreadable."""
+    if not text:
+        return None
+    try:
+        return canonical.parse_strict(text)
+    except canonical.JSONBoundaryError:
+        try:
+            return json.loads(text)
+        except ValueError:
+            return None
+
+
+def observation(step: Step) -> dict[str, Any]:
+    value = loads(step.observation_json)
+    return value if isinstance(value, dict) else {}
+
+
+def decision(step: Step) -> dict[str, Any]:
+    value = loads(step.decision_json)
+    return value if isinstance(value, dict) else {}
+
+
+def is_tool_call(step: Step) -> bool:
+    return decision(step).get("kind") == "tool_call"
+
+
+def executed(step: Step) -> bool:
+    """The step's tool ran and its outcome was recorded (a result or an error)."""
+    return observation(step).get("kind") in ("tool_result", "tool_error")
+
+
+def error_text(obs: dict[str, Any]) -> str:
+    content = obs.get("content")
+    if isinstance(content, dict):
+        return str(content.get("error", ""))
+    return ""
+
+
+def classify_tool_error(
+    obs: dict[str, Any], read_only: bool, is_known_answer: Callable[[str], bool]
+) -> Ended | None:
+    """``None`` for a known failure; how it ended when its outcome is unknown (§2.7.2)."""
+    if read_only:
+        return None  # a read has no effect to repeat
+    content = obs.get("content")
+    failure = content.get("failure") if isinstance(content, dict) else None
+    if failure == "timeout":
+        return "timed_out"
+    if failure == "invalid_content":
+        return None
+    if is_known_answer(error_text(obs)):
+        return None
+    return "no_answer"
+
+
+def last_attempt(
+    run_id: str,
+    steps: Sequence[Step],
+    approvals: Sequence[Approval],
+    *,
+    read_only: bool,
+    tool_offered: bool,
+    is_known_answer: Callable[[str], bool],
+) -> LastAttempt:
+    """Scan the run's tool-call steps from the last: what did its last attempt come to?"""
+    for step in reversed(steps):
+        if not is_tool_call(step):
+            continue
+        obs = observation(step)
+        kind = obs.get("kind")
+        if step.status == "interrupted" or kind == "interrupted":
+            content = obs.get("content")
+            if not isinstance(content, dict):
+                content = {}
+            cut_while_executing = content.get("previous_status") == "executing" or content.get("failure") == "cancelled"
+            if cut_while_executing:
+                return LastAttempt(OUTCOME_UNKNOWN, Attempt(run_id, step.id, step.started_at, "cut_off"), step)
+            continue  # cut off before its tool started, or cancelled by an operator: nothing ran
+        if kind == "tool_result":
+            return LastAttempt(OUTCOME_KNOWN, None, step)
+        if kind == "tool_error":
+            ended: Ended | None
+            ended = "no_answer" if not tool_offered and not read_only else classify_tool_error(
+                obs, read_only, is_known_answer
+            )
+            if ended is None:
+                return LastAttempt(OUTCOME_KNOWN, None, step)
+            return LastAttempt(OUTCOME_UNKNOWN, Attempt(run_id, step.id, step.started_at, ended), step)
+        latest = latest_approval_of_step(approvals, step.id)
+        if latest is not None and latest.kind == INTERRUPTED_SIDE_EFFECT:
+            named = interrupted_attempt(latest)
+            if named is None:
+                named = Attempt(run_id, step.id, step.started_at, "cut_off")
+            return LastAttempt(OUTCOME_UNKNOWN, named, step)
+    return NONE
+
+
+def latest_approval_of_step(approvals: Sequence[Approval], step_id: str) -> Approval | None:
+    latest = None
+    for approval in approvals:  # insertion order: the last one wins
+        if approval.step_id == step_id:
+            latest = approval
+    return latest
+
+
+def latest_approval(approvals: Sequence[Approval]) -> Approval | None:
+    return approvals[-1] if approvals else None
+
+
+def interrupted_attempt(approval: Approval) -> Attempt | None:
+    """The earlier attempt an interruption approval's capability names, if it names one."""
+    capability = loads(approval.capability_json)
+    if not isinstance(capability, dict):
+        return None
+    return Attempt.from_tree(capability.get("interrupted"))
+
+
+def executed_step(steps: Sequence[Step]) -> Step | None:
+    """The last step of a run whose tool ran and whose outcome was recorded."""
+    for step in reversed(steps):
+        if is_tool_call(step) and executed(step):
+            return step
+    return None
+
+
+def result_text(obs: dict[str, Any]) -> str:
+    """A recorded result as the model gets it back: a JSON string's contents, else JSON text."""
+    content = obs.get("content")
+    if isinstance(content, str):
+        return content
+    return canonical.policy_text(content)

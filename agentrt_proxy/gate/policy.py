@@ -1,0 +1,334 @@
+"""Side-effect classes, the runtime's default policy, and the proxy's policy.
+
+The policy is handed a ``ToolRequest`` and a ``RunView`` and answers a
+``PolicyDecision``; the gate records it, with the policy's identity, on the step and in
+the ``step.policy`` event. The proxy's policy (proxy-and-mcp-module §2.10) adds the
+operator's per-tool outcome, fixed values in the capability, the interruption approval
+for a re-run of an attempt whose outcome is unknown, and the reconciliation hook the
+gate calls when it takes over a run found mid-call.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from agentrt_proxy import canonical
+from agentrt_proxy.config import DEFAULT_POLICY, READ_ONLY
+from agentrt_proxy.config import SIDE_EFFECTS as CLASSES
+from agentrt_proxy.text.record_text import (
+    DETAIL_TOOL_GONE,
+    HOW_ENDED,
+    NOTICE_INTERRUPTED,
+    QUESTION_INTERRUPTED,
+    QUESTION_ORDINARY,
+    REASON_CLASS,
+    REASON_INTERRUPTED,
+    REASON_NO_POLICY,
+    REASON_NOT_OFFERED,
+    REASON_RULE,
+    REASON_UNKNOWN_OUTCOME,
+)
+from agentrt_proxy.upstream import ToolSpec
+
+if TYPE_CHECKING:
+    from agentrt_proxy.config import Config
+    from agentrt_proxy.store import Approval, Run, Step
+
+
+LOCAL_MUTATION = "local_mutation"
+REMOTE_MUTATION = "remote_mutation"
+DESTRUCTIVE = "destructive"
+SIDE_EFFECTS = CLASSES  # the configuration validates against the same four
+
+ALLOW = "allow"
+REQUIRE_APPROVAL = "require_approval"
+DENY = "deny"
+ABORT = "abort"
+OUTCOMES = (ALLOW, REQUIRE_APPROVAL, DENY, ABORT)
+
+INTERRUPTED_SIDE_EFFECT = "interrupted_side_effect"
+ENDED_KINDS = tuple(HOW_ENDED)
+
+
+def default_policy() -> dict[str, str]:
+    """agentrt.DefaultPolicy: reads and local changes run, remote ones ask, destruction is refused."""
+    return dict(DEFAULT_POLICY)
+
+
+# --------------------------------------------------------------------------- what a policy is handed
+
+
+@dataclass(frozen=True)
+class ToolRequest:
+    """The exact request: what executes, what an approval binds."""
+
+    run_id: str
+    step_id: str
+    spec: ToolSpec
+    args: Any  # a literal-keeping tree; {} when the decision carried none
+
+    def tree(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "step_id": self.step_id, "spec": self.spec.tree(), "args": self.args}
+
+
+@dataclass(frozen=True)
+class PolicyDecision:
+    outcome: str
+    reason: str = ""
+    kind: str = ""
+    capability: Any = None  # a tree; None is recorded as {}
+    presentation: Any = None
+
+    def tree(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"outcome": self.outcome}
+        for name in ("reason", "kind"):
+            if getattr(self, name):
+                out[name] = getattr(self, name)
+        for name in ("capability", "presentation"):
+            if getattr(self, name) is not None:
+                out[name] = getattr(self, name)
+        return out
+
+
+@dataclass(frozen=True)
+class RunView:
+    """What the policy sees: the run as the step started, the steps before this one, the
+    run's approvals, and the current step."""
+
+    run: Run
+    steps: list[Step]
+    approvals: list[Approval]
+    step: Step | None = None
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """An earlier attempt whose outcome is unknown, as an interruption approval names it."""
+
+    run_id: str
+    step_id: str
+    started_at: str
+    ended: str
+
+    def tree(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "step_id": self.step_id, "started_at": self.started_at, "ended": self.ended}
+
+    @classmethod
+    def from_tree(cls, value: Any) -> Attempt | None:
+        if not isinstance(value, dict):
+            return None
+        run_id, step_id, started_at, ended = (value.get(k) for k in ("run_id", "step_id", "started_at", "ended"))
+        if not isinstance(run_id, str) or not isinstance(step_id, str):
+            return None
+        if not isinstance(started_at, str) or not isinstance(ended, str):
+            return None
+        return cls(run_id, step_id, started_at, ended)
+
+
+@dataclass(frozen=True)
+class Reconciliation:
+    """What to do with a run taken over mid-call: continue, completed (+result),
+    waiting (+decision for step_id), or conflict (+detail)."""
+
+    action: str
+    step_id: str = ""
+    decision: PolicyDecision | None = None
+    result: Any = None
+    detail: str = ""
+
+
+class Policy(Protocol):
+    def evaluate(self, request: ToolRequest, view: RunView) -> PolicyDecision: ...
+
+    def policy_id(self) -> str: ...
+
+
+class SideEffectPolicy:
+    """The runtime's map of class → outcome, with no identity (agentrt.DefaultPolicy)."""
+
+    def __init__(self, classes: Mapping[str, str] | None = None) -> None:
+        self.classes = dict(default_policy() if classes is None else classes)
+
+    def policy_id(self) -> str:
+        return ""
+
+    def evaluate(self, request: ToolRequest, view: RunView) -> PolicyDecision:
+        cls = request.spec.side_effect
+        outcome = self.classes.get(cls)
+        if outcome is None:
+            return PolicyDecision(DENY, REASON_NO_POLICY.format(cls=cls))
+        reason = REASON_CLASS.format(cls=cls, outcome=outcome)
+        if outcome != REQUIRE_APPROVAL:
+            return PolicyDecision(outcome, reason)
+        capability = {"args": request.args if request.args is not None else {}, "tool": request.spec.name}
+        return PolicyDecision(outcome, reason, cls, capability, capability)
+
+
+# --------------------------------------------------------------------------- the proxy's policy
+
+
+@dataclass(frozen=True)
+class OfferedTool:
+    """A tool the proxy offers: its registered name, where it goes, and the operator's rule."""
+
+    name: str
+    server: str
+    remote: str
+    side_effect: str
+    outcome: str | None = None
+    fixed: Mapping[str, Any] = field(default_factory=dict)
+
+
+def offered_tools_from_config(config: Config) -> dict[str, OfferedTool]:
+    """One tool per rule, named as serving names it (rename, else <server>_<tool>)."""
+    out: dict[str, OfferedTool] = {}
+    for server in config.servers:
+        for remote, rule in server.rules.items():
+            name = rule.rename or f"{server.name}_{remote}"
+            out[name] = OfferedTool(name, server.name, remote, rule.side_effect, rule.outcome, dict(rule.fixed))
+    return out
+
+
+def _parse_or(raw: str, default: Any) -> Any:
+    if not raw or not raw.strip():
+        return default
+    try:
+        return canonical.parse_strict(raw)
+    except canonical.JSONBoundaryError:
+        return default
+
+
+class ProxyPolicy:
+    """The gate's policy for the proxy. Thread-safe: re-runs are registered per run."""
+
+    def __init__(self, classes: Mapping[str, str], tools: Mapping[str, OfferedTool], identity: str) -> None:
+        self.classes = {**default_policy(), **classes}
+        self.tools = dict(tools)
+        self._identity = identity
+        self._reruns: dict[str, Attempt] = {}
+        self._lock = threading.Lock()
+
+    @classmethod
+    def from_config(cls, config: Config, tools: Mapping[str, OfferedTool] | None = None) -> ProxyPolicy:
+        return cls(config.policy, offered_tools_from_config(config) if tools is None else tools, config.policy_id())
+
+    def policy_id(self) -> str:
+        return self._identity
+
+    # the in-memory mark of a re-run, set by the proxy as it proposes one ---------------
+    def mark_rerun(self, run_id: str, attempt: Attempt) -> None:
+        with self._lock:
+            self._reruns[run_id] = attempt
+
+    def forget_rerun(self, run_id: str) -> None:
+        with self._lock:
+            self._reruns.pop(run_id, None)
+
+    # deciding -------------------------------------------------------------------------
+    def decide(self, tool: OfferedTool) -> tuple[str, str]:
+        """The replaceable evaluator: the rule's outcome, else the class's."""
+        if tool.outcome:
+            return tool.outcome, REASON_RULE.format(name=tool.name, outcome=tool.outcome)
+        outcome = self.classes.get(tool.side_effect)
+        if outcome is None:
+            return DENY, REASON_NO_POLICY.format(cls=tool.side_effect)
+        return outcome, REASON_CLASS.format(cls=tool.side_effect, outcome=outcome)
+
+    def evaluate(self, request: ToolRequest, view: RunView) -> PolicyDecision:
+        tool = self.tools.get(request.spec.name)
+        if tool is None:
+            return PolicyDecision(DENY, REASON_NOT_OFFERED.format(name=request.spec.name))
+        outcome, reason = self.decide(tool)
+        if outcome == DENY:
+            return PolicyDecision(DENY, reason)  # deny beats a re-run
+        attempt = self.rerun_attempt(request, view)
+        if attempt is not None:
+            return self.interruption(tool, request.args, attempt)
+        if outcome == ALLOW:
+            return PolicyDecision(ALLOW, reason)
+        if outcome == REQUIRE_APPROVAL:
+            return self.ordinary(tool, request.args, reason)
+        return PolicyDecision(DENY, REASON_UNKNOWN_OUTCOME.format(outcome=outcome))
+
+    def rerun_attempt(self, request: ToolRequest, view: RunView) -> Attempt | None:
+        """The attempt this request re-runs: named by the step's latest approval when that
+        is an interruption, else the one the proxy registered while proposing."""
+        latest = next((a for a in reversed(view.approvals) if a.step_id == request.step_id), None)
+        if latest is not None and latest.kind == INTERRUPTED_SIDE_EFFECT:
+            named = Attempt.from_tree(_parse_or(latest.capability_json, {}).get("interrupted"))
+            if named is not None:
+                return named
+            started = view.step.started_at if view.step is not None and view.step.id == request.step_id else ""
+            return Attempt(request.run_id, request.step_id, started, "cut_off")
+        with self._lock:
+            return self._reruns.get(request.run_id)
+
+    # approvals ------------------------------------------------------------------------
+    def capability(self, tool: OfferedTool, args: Any, attempt: Attempt | None) -> dict[str, Any]:
+        cap: dict[str, Any] = {
+            "server": tool.server,
+            "tool": tool.remote,
+            "name": tool.name,
+            "side_effect": tool.side_effect,
+            "args": args if args is not None else {},
+        }
+        if tool.fixed:
+            cap["fixed"] = dict(tool.fixed)
+        if attempt is not None:
+            cap["interrupted"] = attempt.tree()
+        return cap
+
+    def ordinary(self, tool: OfferedTool, args: Any, reason: str) -> PolicyDecision:
+        cap = self.capability(tool, args, None)
+        pres = {"question": QUESTION_ORDINARY.format(remote=tool.remote, server=tool.server), **cap, "reason": reason}
+        return PolicyDecision(REQUIRE_APPROVAL, reason, tool.side_effect, cap, pres)
+
+    def interruption(self, tool: OfferedTool, args: Any, attempt: Attempt) -> PolicyDecision:
+        cap = self.capability(tool, args, attempt)
+        notice = NOTICE_INTERRUPTED.format(
+            started_at=attempt.started_at, run_id=attempt.run_id, how=HOW_ENDED.get(attempt.ended, attempt.ended)
+        )
+        pres = {
+            "question": QUESTION_INTERRUPTED.format(remote=tool.remote, server=tool.server),
+            **cap,
+            "reason": REASON_INTERRUPTED,
+            "notice": notice,
+        }
+        return PolicyDecision(REQUIRE_APPROVAL, REASON_INTERRUPTED, INTERRUPTED_SIDE_EFFECT, cap, pres)
+
+    # reconciliation -------------------------------------------------------------------
+    def reconcile(self, run: Run, steps: list[Step]) -> Reconciliation:
+        """The gate's hook for a run taken over mid-call: a mutating tool cut off while
+        executing waits for an operator; anything else continues (the proxy then ends it)."""
+        step = _last_interrupted_while_executing(steps)
+        if step is None:
+            return Reconciliation("continue")
+        decision = _parse_or(step.decision_json, {})
+        name = decision.get("tool", "") if isinstance(decision, dict) else ""
+        tool = self.tools.get(name) if isinstance(name, str) else None
+        if tool is None:
+            bare = PolicyDecision(REQUIRE_APPROVAL, REASON_INTERRUPTED, INTERRUPTED_SIDE_EFFECT)
+            return Reconciliation("waiting", step.id, bare, detail=DETAIL_TOOL_GONE)
+        if tool.side_effect == READ_ONLY:
+            return Reconciliation("continue")
+        args = decision.get("args", {}) if isinstance(decision, dict) else {}
+        attempt = Attempt(run.id, step.id, step.started_at, "cut_off")
+        return Reconciliation("waiting", step.id, self.interruption(tool, args if args is not None else {}, attempt))
+
+
+def _last_interrupted_while_executing(steps: list[Step]) -> Step | None:
+    for step in reversed(steps):
+        if step.status != "interrupted":
+            continue
+        try:
+            obs = json.loads(step.observation_json or "{}")
+        except ValueError:
+            continue
+        content = obs.get("content") if isinstance(obs, dict) else None
+        if isinstance(content, dict) and content.get("previous_status") == "executing":
+            return step
+    return None

@@ -1,0 +1,205 @@
+"""What ``serve`` runs on: the upstream tools, the store, the gate and the rules, opened together.
+
+Opening order (proxy-and-mcp-module §2.12): the database file check and the reach check
+(done by ``serve.command`` before anything starts, which then starts the stdio servers'
+processes: decision 0007), then every upstream connected (adopting those processes) and
+loaded while the store opens and migrates, then the database file check again.
+
+This module's own imports are light on purpose: the gate, the rules and jsonschema
+(~100 ms) are imported by ``open_runtime`` in a worker thread while the upstreams start.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from agentrt_proxy import canonical
+from agentrt_proxy.cli.main import program_invocation
+from agentrt_proxy.config import Config, ConfigError, check_database_file
+from agentrt_proxy.gate import OfferedTool, ProxyPolicy
+from agentrt_proxy.mcp import CallContext, JsonRpcError, RawJSON
+from agentrt_proxy.mcp.spawn import kill_unadopted
+from agentrt_proxy.store import Store, StoreError
+from agentrt_proxy.text import model_text, operator_text
+from agentrt_proxy.upstream import OpenError, OpenServers, open_servers
+
+if TYPE_CHECKING:
+    from agentrt_proxy.gate import Clock
+
+# What the gate and the rules need, imported by ``open_runtime`` while the upstreams start.
+def result_answer(content: Any) -> dict[str, Any]:
+    """A tool's own result, passed back as recorded: its text, and an object as structured content."""
+    text = content if isinstance(content, str) else canonical.policy_text(content)
+    result: dict[str, Any] = {"content": [{"type": "text", "text": text}], "isError": False}
+    if isinstance(content, dict):
+        result["structuredContent"] = RawJSON(canonical.policy_text(content))
+    return result
+
+
+class Runtime:
+    def __init__(
+        self,
+        config: Config,
+        opened: OpenServers,
+        store: Store,
+        write_stderr: Callable[[str], Any],
+        shutting_down: anyio.Event,
+        *,
+        clock: Clock | None = None,
+        hold_poll: float | None = None,
+    ) -> None:
+        from agentrt_proxy.gate import Gate, WallClock
+        from agentrt_proxy.proxy.calls import CallRules
+        from agentrt_proxy.proxy.status import StatusReader
+
+        self.config = config
+        self.opened = opened
+        self.store = store
+        self.tools = opened.by_name()
+        offered = {
+            t.name: OfferedTool(t.name, t.server, t.remote, t.side_effect, t.outcome, dict(t.fixed))
+            for t in opened.tools
+        }
+        self.policy = ProxyPolicy.from_config(config, offered)
+        clock = clock or WallClock()
+        self.gate = Gate(
+            store,
+            self.policy,
+            [t.spec for t in opened.tools],
+            clock=clock,
+            reconcile=self.policy.reconcile,
+            lease_ttl=config.lease_ttl,
+            lease_owner=f"agentrt-proxy:{config.session}",
+        )
+        self.rules = CallRules(
+            config,
+            store,
+            self.gate,
+            self.policy,
+            self.tools,
+            clock,
+            write_stderr=write_stderr,
+            program=program_invocation(),
+            shutting_down=shutting_down,
+            result_answer=result_answer,
+            **({"hold_poll": hold_poll} if hold_poll is not None else {}),
+        )
+        self.status = StatusReader(store, config.session, config.grant_ttl, self._is_known_answer)
+        self.clock = clock
+
+    def _is_known_answer(self, tool_name: str, text: str) -> bool:
+        tool = self.tools.get(tool_name)
+        return tool is not None and bool(tool.known_answer.match(text))
+
+    def host_tools(self) -> list[dict[str, Any]]:
+        listed = [
+            {"name": t.name, "description": t.description, "inputSchema": RawJSON(t.schema_text)}
+            for t in self.opened.tools
+        ]
+        listed.append(
+            {
+                "name": self.config.status_tool,
+                "description": model_text.STATUS_DESCRIPTION,
+                "inputSchema": RawJSON(model_text.STATUS_SCHEMA_TEXT),
+            }
+        )
+        return listed
+
+    async def call(self, name: str, arguments_text: str | None, ctx: CallContext) -> dict[str, Any]:
+        if name == self.config.status_tool:
+            return await anyio.to_thread.run_sync(self._status, arguments_text)
+        tool = self.tools.get(name)
+        if tool is None:
+            raise JsonRpcError(-32602, f"unknown tool: {name}")
+        return await self.rules.handle(tool, arguments_text, ctx)
+
+    def _status(self, arguments_text: str | None) -> dict[str, Any]:
+        from agentrt_proxy.proxy.calls import prose_answer
+        from agentrt_proxy.proxy.status import StatusArgumentsError, parse_arguments
+
+        try:
+            approval_id = parse_arguments(arguments_text)
+        except StatusArgumentsError as err:
+            return prose_answer(model_text.invalid(str(err))).result
+        try:
+            text = self.status.answer(approval_id, self.clock.now_ns())
+        except StoreError:
+            return prose_answer(model_text.unavailable(model_text.STATUS_COULD_NOT_READ)).result
+        return {"content": [{"type": "text", "text": text}], "isError": False}
+
+    async def close(self) -> None:
+        await self.opened.aclose()
+        await anyio.to_thread.run_sync(self.store.close)
+
+
+async def open_runtime(
+    config: Config,
+    write_stderr: Callable[[str], Any],
+    shutting_down: anyio.Event,
+    *,
+    clock: Clock | None = None,
+    hold_poll: float | None = None,
+) -> Runtime:
+    """Start every upstream, open the store and import the gate, concurrently; then the runtime.
+
+    Why this order (the cold start, bench/RESULTS.md): an upstream's own start is the
+    longest wait, so the upstreams are spawned first, before the gate, the rules and
+    jsonschema are imported (~100 ms of CPU, in a worker thread meanwhile), and the store
+    opens alongside. Only each upstream's per-tool load checks (they import jsonschema
+    themselves, waiting for the import under way) and the gate's construction wait for
+    the imports.
+    """
+    opened: OpenServers | None = None
+    store: Store | None = None
+    failure: BaseException | None = None
+
+    def import_heavy() -> None:
+        # The heavy modules, imported here in a worker thread while the upstreams start.
+        from agentrt_proxy.gate import session  # noqa: F401
+        from agentrt_proxy.proxy import calls, status  # noqa: F401
+        from agentrt_proxy.upstream import validation  # noqa: F401
+
+    async def open_upstreams() -> None:
+        nonlocal opened, failure
+        try:
+            opened = await open_servers(config)
+        except OpenError as err:
+            for report in err.reports:
+                for line in report.lines():
+                    write_stderr(operator_text.operator_line(line))
+            failure = err
+        finally:
+            kill_unadopted()  # a server started early (0007) that no transport took: not left running
+
+    async def open_store() -> None:
+        nonlocal store, failure
+        try:
+            store = await anyio.to_thread.run_sync(Store.open, str(config.database))
+            check_database_file(config.database)
+        except (StoreError, ConfigError, OSError) as err:
+            failure = failure or err
+
+    async def import_gate() -> None:
+        nonlocal failure
+        try:
+            await anyio.to_thread.run_sync(import_heavy)
+        except Exception as err:
+            failure = failure or err
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(open_upstreams)  # first: it spawns the upstream processes
+        tg.start_soon(open_store)
+        tg.start_soon(import_gate)
+    if failure is not None or opened is None or store is None:
+        if opened is not None:
+            await opened.aclose()
+        if store is not None:
+            store.close()
+        raise ConfigError(str(failure) if failure is not None else "the proxy could not open")
+    for report in opened.reports:
+        for line in report.lines():
+            write_stderr(operator_text.operator_line(line))
+    return Runtime(config, opened, store, write_stderr, shutting_down, clock=clock, hold_poll=hold_poll)

@@ -1,0 +1,185 @@
+"""The status tool: what became of the session's approvals, answered from the database only.
+
+It never executes, decides or writes anything and is not recorded as a run. It reads the
+index rows of the last hour (at most 200) and every approval of the runs behind them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from agentrt_proxy import canonical
+from agentrt_proxy.canonical.durations import HOUR, SECOND, format_go, parse_time
+from agentrt_proxy.config import READ_ONLY
+from agentrt_proxy.gate import INTERRUPTED_SIDE_EFFECT, attempts
+from agentrt_proxy.store import Approval, Event, NotFound, ProxyCall, Run, Step, Store
+from agentrt_proxy.text import model_text
+
+RECENT_WINDOW = HOUR
+RECENT_LIMIT = 200
+TERMINAL = ("COMPLETED", "FAILED", "CANCELLED")
+
+
+class StatusArgumentsError(ValueError):
+    """The status tool's arguments are not ``{}`` or ``{"approval_id": "<string>"}``."""
+
+
+def parse_arguments(arguments_text: str | None) -> str | None:
+    """The approval id asked about, trimmed; ``None`` for a listing."""
+    try:
+        args = canonical.parse_strict(canonical.normalise_arguments(arguments_text))
+    except canonical.JSONBoundaryError:
+        raise StatusArgumentsError(model_text.STATUS_BAD_ARGUMENTS) from None
+    if not isinstance(args, dict) or set(args) - {"approval_id"}:
+        raise StatusArgumentsError(model_text.STATUS_BAD_ARGUMENTS)
+    value = args.get("approval_id")
+    if value is None:
+        return None
+    if not isinstance(value, str) or isinstance(value, canonical.Number):
+        raise StatusArgumentsError(model_text.STATUS_BAD_ARGUMENTS)
+    return value.strip() or None
+
+
+@dataclass
+class _Entry:
+    row: ProxyCall
+    run: Run
+    steps: list[Step]
+    approvals: list[Approval]
+    events: list[Event] | None = None
+
+
+class StatusReader:
+    def __init__(self, store: Store, session: str, grant_ttl: int, is_known_answer: Any) -> None:
+        self.store = store
+        self.session = session
+        self.grant_ttl = grant_ttl
+        self.is_known_answer = is_known_answer  # (tool name, error text) -> bool
+
+    def answer(self, approval_id: str | None, now_ns: int) -> str:
+        entries = self._entries(now_ns)
+        if approval_id is None:
+            waiting = [
+                self._describe(entry, approval, entries, now_ns)
+                for entry in reversed(entries)
+                for approval in entry.approvals
+                if approval.status == "pending" and not _past_expiry(approval, now_ns)
+            ]
+            return model_text.status_list(waiting)
+        for entry in entries:
+            for approval in entry.approvals:
+                if approval.id == approval_id:
+                    return model_text.status_one(self._describe(entry, approval, entries, now_ns))
+        return model_text.status_unknown_id(approval_id)
+
+    def _entries(self, now_ns: int) -> list[_Entry]:
+        entries = []
+        for row in self.store.index.recent(self.session, now_ns - RECENT_WINDOW, RECENT_LIMIT):
+            try:
+                run = self.store.get_run(row.run_id)
+            except NotFound:
+                continue
+            entries.append(_Entry(row, run, self.store.steps_of(run.id), self.store.approvals_of(run.id)))
+        return entries
+
+    # ------------------------------------------------------------------------- describing
+
+    def _describe(self, entry: _Entry, approval: Approval, entries: list[_Entry], now_ns: int) -> str:
+        request = attempts.loads(approval.request_json)
+        request = request if isinstance(request, dict) else {}
+        spec = request.get("spec")
+        if not isinstance(spec, dict):
+            spec = {}
+        tool = str(spec.get("name", entry.row.tool))
+        args = request.get("args", {})
+        subject = model_text.status_subject(approval.id, tool, canonical.policy_text(args))
+        return subject + self._state(entry, approval, tool, entries, now_ns)
+
+    def _state(self, entry: _Entry, approval: Approval, tool: str, entries: list[_Entry], now_ns: int) -> str:
+        age = format_go(max(0, now_ns - parse_time(approval.created_at)) // SECOND * SECOND)
+        if approval.status == "pending":
+            if _past_expiry(approval, now_ns):
+                return model_text.STATUS_EXPIRED_UNDECIDED
+            if approval.kind == INTERRUPTED_SIDE_EFFECT:
+                return model_text.status_waiting_interruption(age)
+            return model_text.status_waiting(age)
+        if approval.status == "rejected":
+            return model_text.status_rejected(approval.note)
+        if approval.status == "expired":
+            return model_text.STATUS_EXPIRED
+        return self._approved(entry, approval, tool, entries)
+
+    def _approved(self, entry: _Entry, approval: Approval, tool: str, entries: list[_Entry]) -> str:
+        step = next((s for s in entry.steps if s.id == approval.step_id), None)
+        if step is not None and self._executed_under(entry, approval):
+            return self._executed(entry, step, tool, entries)
+        latest = attempts.latest_approval(entry.approvals)
+        if latest is not None and latest.id != approval.id:
+            return model_text.status_superseded(latest.id)
+        if entry.run.status == "WAITING_FOR_APPROVAL":
+            return model_text.status_awaiting_collection(tool)
+        if entry.run.status == "RUNNING":
+            return model_text.STATUS_EXECUTING
+        return model_text.status_not_executed(_why_not_executed(entry.run, step))
+
+    def _executed_under(self, entry: _Entry, approval: Approval) -> bool:
+        """Whether a tool start was recorded under this approval (``step.tool_started`` names it)."""
+        if entry.events is None:
+            entry.events = self.store.events_of(entry.run.id, 0, 1000)
+        for event in entry.events:
+            if event.type == "step.tool_started" and approval.id in event.payload_json:
+                payload = attempts.loads(event.payload_json)
+                if isinstance(payload, dict) and payload.get("approval_id") == approval.id:
+                    return True
+        return False
+
+    def _executed(self, entry: _Entry, step: Step, tool: str, entries: list[_Entry]) -> str:
+        read_only = entry.row.side_effect == READ_ONLY
+        last = attempts.last_attempt(
+            entry.run.id,
+            [s for s in entry.steps if s.idx <= step.idx],
+            entry.approvals,
+            read_only=read_only,
+            tool_offered=True,
+            is_known_answer=lambda text: self.is_known_answer(tool, text),
+        )
+        obs = attempts.observation(step)
+        if last.unknown and last.attempt is not None:
+            waiting = self._waiting_interruption(entry.row.request_key, entries)
+            return model_text.status_executed_unknown(last.attempt.ended, waiting)
+        if obs.get("kind") == "tool_result":
+            return model_text.STATUS_EXECUTED_OK
+        content = obs.get("content")
+        if not isinstance(content, dict):
+            content = {}
+        if content.get("failure") == "invalid_content":
+            return model_text.status_executed_unrecorded(attempts.error_text(obs))
+        return model_text.status_executed_failed(attempts.error_text(obs))
+
+    def _waiting_interruption(self, request_key: str, entries: list[_Entry]) -> str | None:
+        for entry in entries:
+            if entry.row.request_key != request_key:
+                continue
+            for approval in reversed(entry.approvals):
+                if approval.kind == INTERRUPTED_SIDE_EFFECT and approval.status == "pending":
+                    return approval.id
+        return None
+
+
+def _past_expiry(approval: Approval, now_ns: int) -> bool:
+    return bool(approval.expires_at) and now_ns > parse_time(approval.expires_at)
+
+
+def _why_not_executed(run: Run, step: Step | None) -> str:
+    obs = attempts.observation(step) if step is not None else {}
+    kind = obs.get("kind")
+    if kind == "policy_denied":
+        return model_text.NOT_EXECUTED_DENIED
+    if kind == "invalid_decision":
+        return model_text.NOT_EXECUTED_INVALID
+    if run.reason == "operator_cancelled":
+        return model_text.NOT_EXECUTED_CANCELLED
+    if run.reason == "approval_expired":
+        return model_text.NOT_EXECUTED_EXPIRED
+    return model_text.not_executed_run_ended(run.reason or run.status)

@@ -1,0 +1,358 @@
+"""The database file: its schema, its migrations, and the checks made before it is trusted.
+
+The runtime's six migrations are the Go ``agentrt`` store's, column for column, so the
+original operator tools read a file this program wrote. The proxy's own index lives
+beside them under migrations of its own (``proxy_schema_migrations``). Only
+``store.py`` calls into this module.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import stat
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from agentrt_proxy.text.record_text import MSG_INDEX_NEWER as MSG_INDEX_NEWER
+from agentrt_proxy.text.record_text import MSG_INSECURE as MSG_INSECURE
+from agentrt_proxy.text.record_text import MSG_MISSING as MSG_MISSING
+from agentrt_proxy.text.record_text import MSG_NOT_REGULAR as MSG_NOT_REGULAR
+from agentrt_proxy.text.record_text import MSG_SCHEMA_NEWER as MSG_SCHEMA_NEWER
+from agentrt_proxy.text.record_text import MSG_SCHEMA_OLDER as MSG_SCHEMA_OLDER
+from agentrt_proxy.text.record_text import MSG_SIDECAR_OWNER as MSG_SIDECAR_OWNER
+from agentrt_proxy.text.record_text import MSG_SYMLINK as MSG_SYMLINK
+from agentrt_proxy.text.record_text import MSG_UNSAFE as MSG_UNSAFE
+
+
+class StoreError(Exception):
+    """Any refusal or failure of the store."""
+
+
+class NotFound(StoreError):
+    pass
+
+
+class SchemaVersionError(StoreError):
+    pass
+
+
+class UnsafeSchema(StoreError):
+    pass
+
+
+class InsecureMode(StoreError):
+    pass
+
+
+class SymlinkRefused(StoreError):
+    pass
+
+
+# The runtime's migrations, verbatim in meaning: forward-only, never edited.
+_MIGRATION_1 = """
+CREATE TABLE runs (
+    id TEXT PRIMARY KEY,
+    goal TEXT NOT NULL,
+    status TEXT NOT NULL,
+    reason TEXT NOT NULL DEFAULT '',
+    reason_detail TEXT NOT NULL DEFAULT '',
+    limits_json TEXT NOT NULL,
+    step_count INTEGER NOT NULL DEFAULT 0,
+    created_at TEXT NOT NULL,
+    started_at TEXT NOT NULL DEFAULT '',
+    finished_at TEXT NOT NULL DEFAULT '',
+    result_json TEXT NOT NULL DEFAULT ''
+);
+CREATE TABLE steps (
+    id TEXT PRIMARY KEY,
+    run_id TEXT NOT NULL REFERENCES runs(id),
+    idx INTEGER NOT NULL,
+    status TEXT NOT NULL,
+    decision_json TEXT NOT NULL DEFAULT '',
+    policy_json TEXT NOT NULL DEFAULT '',
+    observation_json TEXT NOT NULL DEFAULT '',
+    observation_hash TEXT NOT NULL DEFAULT '',
+    started_at TEXT NOT NULL,
+    finished_at TEXT NOT NULL DEFAULT '',
+    UNIQUE(run_id, idx)
+);
+CREATE TABLE events (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    run_id TEXT NOT NULL REFERENCES runs(id),
+    step_id TEXT NOT NULL DEFAULT '',
+    at TEXT NOT NULL,
+    type TEXT NOT NULL,
+    payload_json TEXT NOT NULL
+);
+CREATE INDEX events_run ON events(run_id, seq);
+"""
+
+_MIGRATION_2 = """
+CREATE TABLE approvals (
+    id TEXT PRIMARY KEY,
+    run_id TEXT NOT NULL REFERENCES runs(id),
+    step_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    capability_json TEXT NOT NULL,
+    presentation_json TEXT NOT NULL,
+    request_json TEXT NOT NULL,
+    hash TEXT NOT NULL,
+    status TEXT NOT NULL,
+    created_at TEXT NOT NULL,
+    decided_at TEXT NOT NULL DEFAULT '',
+    decided_by TEXT NOT NULL DEFAULT '',
+    note TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX approvals_run ON approvals(run_id, created_at);
+"""
+
+_MIGRATION_3 = """
+CREATE TABLE model_calls (
+    id TEXT PRIMARY KEY,
+    run_id TEXT NOT NULL REFERENCES runs(id),
+    step_id TEXT NOT NULL DEFAULT '',
+    attempt INTEGER NOT NULL DEFAULT 0,
+    status TEXT NOT NULL,
+    model TEXT NOT NULL DEFAULT '',
+    input_tokens INTEGER NOT NULL DEFAULT 0,
+    output_tokens INTEGER NOT NULL DEFAULT 0,
+    cached_input_tokens INTEGER NOT NULL DEFAULT 0,
+    cost_micros INTEGER NOT NULL DEFAULT 0,
+    latency_ms INTEGER NOT NULL DEFAULT 0,
+    error TEXT NOT NULL DEFAULT '',
+    dispatched_at TEXT NOT NULL,
+    completed_at TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX model_calls_run ON model_calls(run_id, dispatched_at);
+ALTER TABLE runs ADD COLUMN model_calls INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN input_tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN output_tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN cached_input_tokens INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE runs ADD COLUMN estimated_cost_micros INTEGER NOT NULL DEFAULT 0;
+"""
+
+_MIGRATION_4 = """
+ALTER TABLE runs ADD COLUMN active_ms INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE approvals ADD COLUMN expires_at TEXT NOT NULL DEFAULT '';
+"""
+
+_MIGRATION_5 = """
+ALTER TABLE runs ADD COLUMN lease_owner TEXT NOT NULL DEFAULT '';
+ALTER TABLE runs ADD COLUMN lease_expires_at TEXT NOT NULL DEFAULT '';
+"""
+
+_MIGRATION_6 = """
+CREATE TABLE tool_specs (
+    hash TEXT PRIMARY KEY,
+    spec_json TEXT NOT NULL
+);
+ALTER TABLE steps ADD COLUMN spec_hash TEXT NOT NULL DEFAULT '';
+ALTER TABLE steps ADD COLUMN policy_id TEXT NOT NULL DEFAULT '';
+ALTER TABLE events ADD COLUMN hash TEXT NOT NULL DEFAULT '';
+"""
+
+RUNTIME_VERSION = 6
+PRE_LEASE_OWNER = "agentrt:pre-lease-version"
+DEFAULT_LEASE_TTL_NS = 30_000_000_000
+
+_PROXY_MIGRATION_1 = """
+CREATE TABLE proxy_calls (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    session TEXT NOT NULL,
+    request_key TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    side_effect TEXT NOT NULL,
+    run_id TEXT NOT NULL UNIQUE,
+    created_at INTEGER NOT NULL,
+    open INTEGER NOT NULL DEFAULT 1,
+    closed_at INTEGER NOT NULL DEFAULT 0,
+    settled_at INTEGER NOT NULL DEFAULT 0
+);
+CREATE UNIQUE INDEX proxy_calls_open ON proxy_calls(session, request_key) WHERE open = 1;
+CREATE INDEX proxy_calls_key ON proxy_calls(session, request_key, id);
+CREATE INDEX proxy_calls_unsettled ON proxy_calls(session, settled_at, id);
+"""
+
+_PROXY_MIGRATION_2 = """
+ALTER TABLE proxy_calls ADD COLUMN outcome INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX proxy_calls_outcome ON proxy_calls(session, request_key, outcome, id);
+"""
+
+# Not a migration: a small partial index so "which other requests to this tool are
+# unresolved" reads only unresolved rows instead of the session's whole history. Being
+# outside the numbered migrations, a file the Go proxy migrated gains it on our next
+# writer open, and the Go proxy ignores it (docs/decisions/0002-table-layout.md).
+_PROXY_EXTRA_INDEXES = """
+CREATE INDEX IF NOT EXISTS proxy_calls_unresolved
+    ON proxy_calls(session, tool, id) WHERE outcome IN (0, 3);
+"""
+
+PROXY_VERSION = 2
+
+
+def chain_hash(prev: str, seq: int, run_id: str, step_id: str, at: str, type_: str, payload: str) -> str:
+    """The event's link: SHA-256 over seven netstrings of the stored strings (§8.1)."""
+    buf = []
+    for part in (prev, str(seq), run_id, step_id, at, type_, payload):
+        b = part.encode("utf-8")
+        buf.append(b"%d:%b," % (len(b), b))
+    return hashlib.sha256(b"".join(buf)).hexdigest()  # one update: 21 cost more than the hashing
+
+
+def _backfill_chain(conn: sqlite3.Connection) -> None:
+    prev = ""
+    rows = conn.execute("SELECT seq, run_id, step_id, at, type, payload_json FROM events ORDER BY seq")
+    for seq, run_id, step_id, at, type_, payload in rows.fetchall():
+        prev = chain_hash(prev, seq, run_id, step_id, at, type_, payload)
+        conn.execute("UPDATE events SET hash = ? WHERE seq = ?", (prev, seq))
+
+
+def _exec_script(conn: sqlite3.Connection, script: str) -> None:
+    # executescript() would COMMIT the open transaction; run statement by statement.
+    for stmt in script.split(";"):
+        if stmt.strip():
+            conn.execute(stmt)
+
+
+@dataclass(frozen=True)
+class _Migration:
+    version: int
+    script: str
+    after: Callable[[sqlite3.Connection, str], None] | None = None
+
+
+def _lease_pre_version(conn: sqlite3.Connection, wall_expiry: str) -> None:
+    # A run written before leases existed may still be executing in an old process:
+    # give it one default lease from now before anyone may take it over.
+    conn.execute(
+        "UPDATE runs SET lease_owner = ?, lease_expires_at = ? WHERE status = 'RUNNING'",
+        (PRE_LEASE_OWNER, wall_expiry),
+    )
+
+
+_RUNTIME_MIGRATIONS = (
+    _Migration(1, _MIGRATION_1),
+    _Migration(2, _MIGRATION_2),
+    _Migration(3, _MIGRATION_3),
+    _Migration(4, _MIGRATION_4),
+    _Migration(5, _MIGRATION_5, _lease_pre_version),
+    _Migration(6, _MIGRATION_6, lambda conn, _w: _backfill_chain(conn)),
+)
+assert len(_RUNTIME_MIGRATIONS) == RUNTIME_VERSION
+
+
+def _table_exists(conn: sqlite3.Connection, name: str) -> bool:
+    row = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", (name,)).fetchone()
+    return row is not None
+
+
+def runtime_version(conn: sqlite3.Connection) -> int:
+    if not _table_exists(conn, "schema_migrations"):
+        return 0
+    row = conn.execute("SELECT MAX(version) FROM schema_migrations").fetchone()
+    return int(row[0] or 0)
+
+
+def proxy_version(conn: sqlite3.Connection) -> int:
+    if not _table_exists(conn, "proxy_schema_migrations"):
+        return 0
+    row = conn.execute("SELECT MAX(version) FROM proxy_schema_migrations").fetchone()
+    return int(row[0] or 0)
+
+
+def refuse_unsafe_schema(conn: sqlite3.Connection) -> None:
+    row = conn.execute(
+        "SELECT type, name FROM sqlite_master WHERE type IN ('trigger', 'view') LIMIT 1"
+    ).fetchone()
+    if row is not None:
+        raise UnsafeSchema(MSG_UNSAFE.format(kind=row[0], name=row[1]))
+
+
+def check_versions(conn: sqlite3.Connection, *, exact: bool) -> None:
+    """A newer file is always refused; a read-only opener also refuses an older one."""
+    found = runtime_version(conn)
+    if found > RUNTIME_VERSION:
+        raise SchemaVersionError(MSG_SCHEMA_NEWER.format(found=found, known=RUNTIME_VERSION))
+    if exact and found != RUNTIME_VERSION:
+        raise SchemaVersionError(MSG_SCHEMA_OLDER.format(found=found, known=RUNTIME_VERSION))
+    pfound = proxy_version(conn)
+    if pfound > PROXY_VERSION:
+        raise SchemaVersionError(MSG_INDEX_NEWER.format(found=pfound, known=PROXY_VERSION))
+
+
+def migrate(conn: sqlite3.Connection, now_text: str, now_unix_ns: int, lease_expiry_text: str) -> None:
+    """Apply every missing migration, runtime's and proxy's, in one IMMEDIATE transaction."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        check_versions(conn, exact=False)
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at TEXT NOT NULL)"
+        )
+        have = runtime_version(conn)
+        for m in _RUNTIME_MIGRATIONS[have:]:
+            _exec_script(conn, m.script)
+            if m.after is not None:
+                m.after(conn, lease_expiry_text)
+            conn.execute("INSERT INTO schema_migrations(version, applied_at) VALUES (?, ?)", (m.version, now_text))
+        conn.execute(
+            "CREATE TABLE IF NOT EXISTS proxy_schema_migrations "
+            "(version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)"
+        )
+        phave = proxy_version(conn)
+        for version, script in ((1, _PROXY_MIGRATION_1), (2, _PROXY_MIGRATION_2))[phave:]:
+            _exec_script(conn, script)
+            conn.execute(
+                "INSERT INTO proxy_schema_migrations(version, applied_at) VALUES (?, ?)", (version, now_unix_ns)
+            )
+        _exec_script(conn, _PROXY_EXTRA_INDEXES)
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+# --------------------------------------------------------------------------- file checks
+
+
+def refuse_symlink(path: str) -> None:
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(st.st_mode):
+        raise SymlinkRefused(MSG_SYMLINK.format(path=path))
+
+
+def create_exclusive(path: str) -> None:
+    """Create the database file 0600 before SQLite sees it; a concurrent creator is fine."""
+    try:
+        fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    except FileExistsError:
+        return
+    os.close(fd)
+
+
+def check_modes(path: str, *, writer: bool) -> None:
+    """Refuse group/other-writable files; a writer tightens group/other-readable ones it owns."""
+    if os.name != "posix":
+        return  # modes do not mean owner/group/other there
+    try:
+        db = os.stat(path, follow_symlinks=False)
+    except FileNotFoundError:
+        return
+    for name in (path, path + "-wal", path + "-shm"):
+        try:
+            st = os.stat(name, follow_symlinks=False)
+        except FileNotFoundError:
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            raise StoreError(MSG_NOT_REGULAR.format(path=name))
+        if name != path and st.st_uid != db.st_uid:
+            raise InsecureMode(MSG_SIDECAR_OWNER.format(path=name))
+        mode = stat.S_IMODE(st.st_mode)
+        if mode & 0o022:
+            raise InsecureMode(MSG_INSECURE.format(path=name, mode=mode))
+        if writer and mode & 0o077 and st.st_uid == os.geteuid():
+            os.chmod(name, 0o600)

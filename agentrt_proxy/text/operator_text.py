@@ -1,0 +1,255 @@
+"""What the operator reads: the proxy's standard-error lines and the subcommands' words."""
+
+from __future__ import annotations
+
+from agentrt_proxy.text.escaping import go_quote, sanitize
+from agentrt_proxy.text.model_text import ENDED_HOW
+
+# =============================================================================================
+# What the operator reads on the proxy's standard error (each line sanitized whole).
+# =============================================================================================
+
+OPERATOR_PREFIX = "agentrt-proxy: "
+
+
+def operator_line(text: str) -> str:
+    return OPERATOR_PREFIX + sanitize(text) + "\n"
+
+
+def operator_waits(approval_id: str, kind: str, tool: str, run_id: str) -> str:
+    return operator_line(f"approval {approval_id} ({kind}) for {tool} waits for an operator: run {run_id}")
+
+
+def operator_decide_with(program: str, database: str, run_id: str, approval_id: str) -> str:
+    return operator_line(
+        f"  decide with: {program} approve -db {go_quote(database)} {run_id} -approval {approval_id}   (or reject)"
+    )
+
+
+def operator_cut_off(run_id: str, tool: str) -> str:
+    return operator_line(f"run {run_id}: a call to {tool} was cut off while executing; its outcome is unknown")
+
+
+def operator_unknown(run_id: str, tool: str, ended: str) -> str:
+    how = ENDED_HOW.get(ended, ENDED_HOW["no_answer"])
+    return operator_line(f"run {run_id}: a call to {tool} {how}; its outcome is unknown")
+
+
+def operator_error(text: str) -> str:
+    return operator_line(f"error: {text}")
+
+
+def operator_serving(session: str, database: str) -> str:
+    return operator_line(f"serving session {session} on database {database}")
+
+
+# =============================================================================================
+# The operator's subcommands: runs, show, approve, reject, verify (operator.py).
+# Error lines go to standard error as "agentrt-proxy: <command>: <sentence>". Values from
+# the database are sanitized by the caller before they reach these templates.
+# =============================================================================================
+
+
+def operator_command_error(command: str, text: str) -> str:
+    return f"{OPERATOR_PREFIX}{command}: {sanitize(text)}\n"
+
+
+OP_NEED_DATABASE = "name the database with -db FILE or the configuration with -config FILE"
+OP_BOTH_DATABASE = "give -db or -config, not both"
+OP_NEED_RUN = "name one run"
+OP_NEED_BY = "say who decides with -by WHO ($USER is not set)"
+OP_BLANK_BY = "-by must not be blank"
+OP_NEED_NOTE = "reject needs -note TEXT: the model is shown it"
+OP_NEGATIVE = "-{name} must not be negative"
+OP_TO_BEFORE_FROM = "-to {to} is before -from {from_}"
+OP_BAD_HEAD = "-head must be SEQ:HASH, a positive seq and the event's hash, not {text}"
+OP_HEAD_OUTSIDE = "-head seq {seq} is outside the range -from {from_} -to {to}"
+OP_NO_CONSENT = (
+    "not deciding without consent: name the approval with -approval ID or pass -yes, "
+    "or run it on a terminal to be asked"
+)
+OP_DECLINED = "declined at the prompt"
+
+OP_DB_MISSING = (
+    "database {path} does not exist: name the file the proxy serves with (-db, or the configuration's "
+    "database); these commands never create one"
+)
+OP_DB_LOCKED = (
+    "database {path} stayed locked by another process for {wait}: try again when the writer has finished"
+)
+OP_DB_REFUSED = "database {path}: {detail}"
+OP_DB_SCHEMA = (
+    "database {path}: {detail}; these commands never migrate a database: use the agentrt-proxy build that "
+    "serves it"
+)
+OP_DB_UNREADABLE = "database {path} could not be read: {detail}"
+
+OP_UNKNOWN_RUN = "no run {run} in this database"
+OP_UNKNOWN_APPROVAL = "no approval {approval} in run {run}"
+OP_NO_PENDING = "no pending approval in run {run}"
+OP_SEVERAL_PENDING = "run {run} has {count} pending approvals: choose one with -approval ({ids})"
+OP_ALREADY = "approval {approval} is already {status}"
+OP_NOT_WAITING = "run {run} is not waiting for an approval: it is {status}"
+OP_CHANGED = "approval {approval} changed after it was shown; run the command again and read it before deciding"
+OP_HASH_BROKEN = (
+    "approval {approval} no longer matches its hash: the row was edited behind the proxy; it cannot be decided"
+)
+OP_DECIDE_FAILED = "approval {approval} was not decided: {detail}"
+
+
+def op_prompt(verb: str, approval_id: str, run_id: str) -> str:
+    return f"{verb} approval {approval_id} of run {run_id}? [y/N] "
+
+
+def op_decided(approval_id: str, status: str, by: str) -> str:
+    return f"approval {approval_id}: {status} by {by}"
+
+
+def op_run_after(run_id: str, status: str, reason: str) -> str:
+    return f"run {run_id}: {status} ({reason})" if reason else f"run {run_id}: {status}"
+
+
+OP_STAYS_WAITING = "the run stays waiting until the model calls the tool again with the same arguments"
+
+# The approval block (approve, reject and show print it before anything is decided).
+OP_BLOCK_ARGUMENTS = "arguments (the tool call the model made; one field per line, byte count is the field's own size)"
+OP_BLOCK_PRESENTATION = "presentation (supplied by the proxy's policy; it may contain model-chosen text)"
+OP_BLOCK_NO_FIELDS = "  (none)"
+
+
+def op_block_head(approval_id: str) -> str:
+    return f"APPROVAL WAITING  {approval_id}"
+
+
+def op_block_decide_with(program: str, database: str, run_id: str, approval_id: str) -> str:
+    return f"decide with: {program} approve -db {go_quote(database)} {run_id} -approval {approval_id}   (or reject)"
+
+
+def op_block_end(approval_id: str, tool: str) -> str:
+    # Nothing model-chosen but the tool's registered name, which the operator's configuration accepted.
+    return f"----- end of approval {approval_id} for tool {tool} -----"
+
+
+def op_omitted(count: int) -> str:
+    return f" …[{count} bytes omitted]… "
+
+
+def op_more_bytes(count: int) -> str:
+    return f"… [{count} more bytes]"
+
+
+def op_more_payload(count: int) -> str:
+    return f"...[{count} more bytes]"
+
+
+# runs and show
+OP_NO_RUNS = "no runs"
+
+
+def op_more_runs(count: int, next_offset: int) -> str:
+    return f"... {count} more run(s); rerun with -offset {next_offset}"
+
+
+OP_NO_STEPS = "no steps"
+OP_NO_EVENTS = "no events"
+OP_EVENTS = "events"
+
+# verify (runtime-core §8.3)
+OP_HEAD_NONE = "head: no events"
+
+
+def op_head(seq: int, hash_: str) -> str:
+    return f"head: seq {seq} {hash_}"
+
+
+def op_intact(count: int, first: int, last: int) -> str:
+    return f"intact: {count} event(s), seq {first} to {last}"
+
+
+def op_last_checked(seq: int, hash_: str) -> str:
+    return f"last checked: seq {seq} {hash_}"
+
+
+OP_INTACT_EMPTY = "intact: no events in the range"
+
+
+def op_broken(seq: int, detail: str) -> str:
+    return f"broken at seq {seq}: {detail}"
+
+
+def op_to_not_reached(to: int, last: int) -> str:
+    return f"not reached: -to {to}; the chain ends at seq {last}"
+
+
+def op_kept_head_matches(seq: int) -> str:
+    return f"kept head: seq {seq} matches"
+
+
+def op_kept_head_missing(seq: int) -> str:
+    return f"kept head: seq {seq} is not in the database: events were removed after it was kept"
+
+
+def op_kept_head_changed(seq: int, kept: str, found: str) -> str:
+    return f"kept head: seq {seq} has changed: kept {kept}, found {found}"
+
+
+# ------------------------------------------------------------------------------ recheck
+# What ``agentrt-proxy recheck`` tells the operator (runtime-core §8.4, proxy spec §2.11, §3).
+
+RECHECK_MAX_TEXT = 240  # every value in a report line is sanitized and cut at this many bytes
+RECHECK_SCOPE = (
+    "covered: the gate's policy (policy map, each rule's outcome, fixed values, rename); not covered: the "
+    "duplicate rule, repeat window, max_pending, rejected or expired approvals, calls refused before the gate, "
+    "and without -current-tools any schema or denied-parameter change"
+)
+RECHECK_NO_INDEX = "recheck: the database has no index of proxy calls: {error}"
+RECHECK_RUN_ERROR = "recheck run {run_id}: {error}"
+RECHECK_USAGE_CONFIG = "-config <file> is required and nothing follows the flags"
+RECHECK_USAGE_EXCLUSIVE = "-run and -session are exclusive"
+RECHECK_USAGE_LIMIT = "-limit must be positive"
+RECHECK_NO_RUN = 'recheck: no run of session "{session}" was found, so nothing was re-checked'
+RECHECK_NOTHING = "recheck: no decision of the policy was re-checked ({skipped} not re-checkable)"
+RECHECK_NOTE_OPEN = "the run is {status}: re-checked up to its current state"
+RECHECK_NOTE_OLD = "recorded before v0.5.0: its decisions recorded then cannot be re-checked"
+RECHECK_NOTE_NONE = "no policy evaluation is recorded"
+RECHECK_NOT_A_POLICY = "a pause written when the run was taken over, not a decision of the policy"
+RECHECK_PRE_VIEW = "recorded before v0.5.0: no view and no spec hash"
+RECHECK_NO_SPEC = "no tool spec was recorded with the decision"
+RECHECK_SPEC_MISSING = "the tool spec {hash} is not stored"
+RECHECK_SPEC_BROKEN = "the stored tool spec {hash} does not hash to its key"
+RECHECK_STEP_MISSING = "the step is missing or not a tool call"
+RECHECK_UNREADABLE = "the recorded {what} cannot be read"
+RECHECK_CREATED_MISSING = "run.created is missing or cut"
+RECHECK_COUNTS = "the view's counts do not match the run's steps and approvals"
+RECHECK_TOO_MANY_APPROVALS = "the view held {count} approvals, more than {limit}"
+RECHECK_TOO_LARGE = "the recorded {what} is longer than {limit} characters"
+RECHECK_POLICY_FAILED = "policy failed; no evaluation recorded: {error}"
+RECHECK_TOOL_GONE = 'tool "{name}" is not loaded now'
+RECHECK_ARGS_NOW = "its recorded arguments do not match the current schema: {error}"
+RECHECK_KIND = "the approval's kind would be {new} instead of {old}"
+RECHECK_HASH_SPEC = "the approval would be another: the tool spec is not the one recorded"
+RECHECK_HASH = "the approval would be another: its capability or presentation changed"
+RECHECK_POLICY_ERROR = "policy error: {error}"
+RECHECK_RECORDED_INVALID = "the recorded decision was refused as invalid: {reason}"
+RECHECK_NOW_VALID = "the recorded decision was refused as invalid ({reason}); now it is valid"
+
+
+def recheck_header(run_id: str, status: str, differ: int, rechecked: int, identity: str, source: str) -> str:
+    return f"run {run_id} {status}: {differ} of {rechecked} re-checked evaluations differ; {identity}; {source} specs"
+
+
+def recheck_identity(identity: str, given: str, recorded: list[str]) -> str:
+    if identity == "unchanged":
+        return f"policy unchanged: {go_quote(given)}"
+    if identity == "changed":
+        return "policy changed: recorded " + ", ".join(go_quote(r) for r in recorded) + f", given {go_quote(given)}"
+    return "policy identity unknown"
+
+
+def recheck_summary(runs: int, policy_id: str, rechecked: int, skipped: int, differ: int) -> str:
+    return (
+        f"{runs} run(s) re-checked under {policy_id}: {rechecked} decision(s) re-checked, "
+        f"{skipped} not re-checkable and skipped; {differ} run(s) differ"
+    )
+
+

@@ -1,0 +1,141 @@
+"""What the runtime records and refuses: the policy's reasons, decisions, observations and the
+gate's, the store's and the database checks' refusals. A policy's reason reaches the model, so the
+leak test walks this module too.
+"""
+
+from __future__ import annotations
+
+from agentrt_proxy.text.model_text import ENDED_HOW
+
+# =============================================================================================
+# The policy's reasons, questions and notices (policy.py)
+# =============================================================================================
+
+REASON_NO_POLICY = 'no policy for side effect "{cls}"'
+REASON_CLASS = "side effect {cls} is {outcome} by policy"
+REASON_RULE = "tool {name} is {outcome} by the operator's rule"
+REASON_NOT_OFFERED = 'tool "{name}" is not offered'
+REASON_UNKNOWN_OUTCOME = 'unknown outcome "{outcome}"'
+REASON_INTERRUPTED = "interrupted while executing; outcome unknown"
+QUESTION_ORDINARY = "May the model call {remote} on server {server} with these arguments?"
+QUESTION_INTERRUPTED = "Run {remote} on server {server} again with these arguments?"
+NOTICE_INTERRUPTED = (
+    "An earlier attempt of this call, started at {started_at} in run {run_id}, {how}, so whether it took "
+    "effect is unknown: it may have. Approving runs it again with these arguments once the model calls it "
+    "again. Rejecting ends this request; an identical call later asks an operator again, whatever the policy."
+)
+HOW_ENDED = ENDED_HOW  # one wording of how an attempt ended, for the model and the operator alike
+DETAIL_TOOL_GONE = "the tool is no longer offered"
+
+
+# =============================================================================================
+# The operator's decisions refused (approvals.py)
+# =============================================================================================
+
+ERR_NOT_WAITING = "agentrt: run {run_id} is not waiting for approval"
+ERR_NOT_FOUND = "agentrt: approval {id} not found in run {run_id}"
+ERR_NOT_PENDING = "agentrt: approval {id} is already decided ({status})"
+ERR_EXPIRED = "agentrt: approval {id} expired"
+ERR_NO_HASH = "agentrt: approval {id}: no hash was shown"
+ERR_CHANGED = "agentrt: approval {id} changed since it was shown (shown {shown}, stored {stored})"
+ERR_HASH = "agentrt: approval {id}: its stored fields no longer hash to its hash"
+ERR_CANNOT_CANCEL = "agentrt: run {run_id} is {status} and cannot be cancelled"
+
+
+# =============================================================================================
+# The runtime's decisions, observations and run details (gate_model.py)
+# =============================================================================================
+
+ERR_NO_KIND = "decision has no kind"
+ERR_NO_TOOL = "tool_call without a tool name"
+ERR_UNKNOWN_TOOL = 'unknown tool "{name}"'
+ERR_UNKNOWN_KIND = 'unknown decision kind "{kind}"'
+ERR_UNKNOWN_ORIGIN = 'unknown decision origin "{origin}"'
+ERR_ARGS_UNUSABLE = "arguments are not usable JSON: {reason}"
+ERR_ARGS_SCHEMA = "arguments do not match schema: {error}"
+SUMMARY_INVALID = "invalid decision: {error}"
+SUMMARY_INVALID_RESUME = "invalid decision on resume: {error}"
+SUMMARY_DENIED = "denied: {reason}"
+SUMMARY_ABORTED = "aborted: {reason}"
+SUMMARY_DENIED_RESUME = "denied on resume: {reason}"
+SUMMARY_ABORTED_RESUME = "aborted on resume: {reason}"
+SUMMARY_REJECTED = "approval rejected: {note}"
+SUMMARY_TOOL_ERROR = "{tool} {failure}: {error}"
+SUMMARY_INVALID_CONTENT = "{tool} returned content is not usable JSON: {reason}"
+SUMMARY_CANCELLED = "{tool} was cancelled and its outcome is unknown: {error}"
+SUMMARY_PANIC = "{tool} panicked"
+SUMMARY_INTERRUPTED = "step interrupted while {status}"
+SUMMARY_OPERATOR_CANCEL = "cancelled by operator: {note}"
+DETAIL_STEP_LIMIT = "step limit {n} reached"
+DETAIL_FAILURES = "{n} consecutive failed steps"
+DETAIL_LOOP = "{tool} produced the same observation {n} times in a row"
+DETAIL_EXPIRED = "approval {id} expired"
+DETAIL_POLICY_ERROR = "policy error: {error}"
+DETAIL_POLICY_RUN = "policy: {error}"
+DETAIL_UNKNOWN_OUTCOME = 'unknown policy outcome "{outcome}"'
+DETAIL_CONFLICT = (
+    "step {n} was interrupted while executing a tool call whose outcome is unknown, and it cannot wait for an "
+    "operator: {detail}"
+)
+ERR_RPC = "{tool}: the server answered with JSON-RPC error {code}: {message}"
+ERR_NO_ANSWER = "{tool}: no answer from the server ({kind}): {detail}"
+
+
+# =============================================================================================
+# The gate's refusals (gate.py)
+# =============================================================================================
+
+ERR_SESSION_CLOSED = "agentrt: the session is closed"
+ERR_OPEN_STEP = "agentrt: run {run_id} already has an open step"
+ERR_NO_STEP = "agentrt: run {run_id} has no open step to decide"
+ERR_NOT_ALLOWED = "agentrt: run {run_id} has no allowed request to execute"
+ERR_LEASE_EXPIRED = "agentrt: the lease on run {run_id} expired at {at}"
+ERR_LEASE_OTHER = "agentrt: run {run_id} is no longer leased by this gate"
+ERR_LIMITS = "agentrt: limits need max_steps, max_consecutive_tool_failures and loop_threshold above zero"
+
+
+# =============================================================================================
+# Collection and takeover refusals (gate_collect.py)
+# =============================================================================================
+
+ERR_TERMINAL = "agentrt: run {run_id} is {status} and cannot be resumed"
+ERR_NO_AWAITING = "agentrt: run {run_id} has no step awaiting approval"
+ERR_NOT_APPROVED = "agentrt: approval {id} of run {run_id} is {status}, not approved"
+ERR_TOOL_GONE = "agentrt: tool {name} of run {run_id} is no longer registered"
+ERR_APPROVAL_HASH = "agentrt: approval {id}: its stored fields no longer hash to its hash"
+DETAIL_NOT_JSON = "its recorded arguments are not usable JSON"
+DETAIL_SCHEMA = "its arguments do not match the current schema: {error}"
+
+
+# =============================================================================================
+# The store's refusals and the chain's findings (store.py)
+# =============================================================================================
+
+MSG_RUN_STATE = "agentrt: run {run_id} is not {expected}"
+MSG_RUN_LEASED = "agentrt: run {run_id} is leased by {owner} until {until}"
+MSG_SEQ_GAP = "seq {seq} follows {prev}: an event is missing"
+MSG_FIRST_GAP = "the first event is seq {seq}: an event is missing"
+MSG_HASH_MISMATCH = "the stored hash is not the one the event's fields and the previous event's hash give"
+ERR_TX_FAILED = "agentrt: the write transaction was rolled back: a write inside it failed"
+MSG_RUN_ID_TAKEN = "proxy: run id {run_id} is another call's: drawing a new one"
+
+
+# =============================================================================================
+# Opening the database refused (store_schema.py)
+# =============================================================================================
+
+MSG_SYMLINK = "agentrt: {path} is a symbolic link: refusing to open a database through a link"
+MSG_NOT_REGULAR = "agentrt: {path} is not a regular file"
+MSG_INSECURE = (
+    "agentrt: {path} has mode {mode:04o}: group or others can write it, and whoever can write the "
+    "database can forge approvals; fix it with: chmod 600 {path}"
+)
+MSG_SIDECAR_OWNER = "agentrt: {path} is owned by another user than the database beside it"
+MSG_SCHEMA_NEWER = "agentrt: the database is at version {found}, this build writes {known}"
+MSG_SCHEMA_OLDER = "agentrt: the database is at version {found}, this build writes {known}: open it for writing once"
+MSG_UNSAFE = "agentrt: the database contains a {kind} ({name}); the runtime creates none, refusing to open it"
+MSG_INDEX_NEWER = (
+    "proxy: the database's call index is at version {found} and this build knows {known}: "
+    "a newer agentrt-proxy migrated it"
+)
+MSG_MISSING = "agentrt: {path} does not exist"

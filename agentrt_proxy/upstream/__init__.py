@@ -1,0 +1,69 @@
+"""The pinned servers: manifests, the pure load checks, the registry of offered tools, connecting, schemas."""
+
+from agentrt_proxy.upstream.manifest import (
+    ManifestError,
+    manifest_text,
+    read_manifest,
+    write_manifest,
+)
+from agentrt_proxy.upstream.registry import (
+    LiveTool,
+    LoadedTool,
+    LoadError,
+    Manifest,
+    PinnedTool,
+    RefusedTool,
+    Registered,
+    Report,
+    decide,
+    hints_text,
+    is_known_answer,
+    known_answer_pattern,
+    live_tool,
+    load,
+    pin_tool,
+)
+from agentrt_proxy.upstream.servers import (
+    Connector,
+    OpenError,
+    OpenServers,
+    default_connector,
+    open_servers,
+    pin_server,
+)
+from agentrt_proxy.upstream.spec import (
+    ToolSpec,
+)
+from agentrt_proxy.upstream.validation import (
+    schema_error,
+)
+
+__all__ = [
+    "Connector",
+    "LiveTool",
+    "LoadError",
+    "LoadedTool",
+    "Manifest",
+    "ManifestError",
+    "OpenError",
+    "OpenServers",
+    "PinnedTool",
+    "RefusedTool",
+    "Registered",
+    "Report",
+    "ToolSpec",
+    "decide",
+    "default_connector",
+    "hints_text",
+    "is_known_answer",
+    "known_answer_pattern",
+    "live_tool",
+    "load",
+    "manifest_text",
+    "open_servers",
+    "pin_server",
+    "pin_tool",
+    "read_manifest",
+    "schema_error",
+    "write_manifest",
+]

@@ -1,0 +1,170 @@
+"""A server's manifest: what pin recorded of its tools (spec §1.9), written and read back.
+
+The manifest is read through the ownership check, refuses a repeated key and ignores fields it
+does not know.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from agentrt_proxy import canonical
+from agentrt_proxy.canonical import JSONBoundaryError, Number, schema_form
+from agentrt_proxy.config import ConfigError, read_owned
+from agentrt_proxy.text import escaping
+from agentrt_proxy.upstream.registry import (
+    Manifest,
+    PinnedTool,
+    normalise_annotations,
+)
+
+_HTML_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"}
+
+class ManifestError(Exception):
+    """A manifest that cannot be read or used; the message names the file."""
+
+
+# ---------------------------------------------------------------------------- the manifest
+
+
+def _encode_string(text: str) -> str:
+    encoded = schema_form.encode_string(text)
+    for char, escape in _HTML_ESCAPES.items():
+        encoded = encoded.replace(char, escape)
+    return encoded
+
+
+def _indent(value: Any, prefix: str, out: list[str]) -> None:
+    """Go's ``MarshalIndent`` with two spaces: keys in the given order, literals kept."""
+    inner = prefix + "  "
+    if isinstance(value, dict) and value:
+        out.append("{\n")
+        for index, (key, item) in enumerate(value.items()):
+            out.append(f"{inner}{_encode_string(key)}: ")
+            _indent(item, inner, out)
+            out.append(",\n" if index < len(value) - 1 else "\n")
+        out.append(prefix + "}")
+    elif isinstance(value, list) and value:
+        out.append("[\n")
+        for index, item in enumerate(value):
+            out.append(inner)
+            _indent(item, inner, out)
+            out.append(",\n" if index < len(value) - 1 else "\n")
+        out.append(prefix + "]")
+    elif isinstance(value, dict):
+        out.append("{}")
+    elif isinstance(value, list):
+        out.append("[]")
+    elif isinstance(value, Number):
+        out.append(str(value))
+    elif isinstance(value, str):
+        out.append(_encode_string(value))
+    else:
+        out.append(canonical.policy_text(value))
+
+
+def _schema_tree(form: bytes) -> Any:
+    import json
+
+    return json.loads(form.decode("utf-8"), parse_int=Number, parse_float=Number)
+
+
+def manifest_text(manifest: Manifest) -> str:
+    """The manifest file's text: spec §1.9's shape, indented two spaces, newline-terminated."""
+    tools: dict[str, Any] = {}
+    for name in sorted(manifest.tools):
+        tool = manifest.tools[name]
+        entry: dict[str, Any] = {
+            "name": tool.name,
+            "description": tool.description,
+            "input_schema": _schema_tree(tool.input_schema),
+            "schema_hash": tool.schema_hash,
+            "description_hash": tool.description_hash,
+        }
+        if tool.annotations is not None:
+            entry["annotations"] = tool.annotations
+        tools[name] = entry
+    out: list[str] = []
+    _indent({"server": manifest.server, "pinned_at": manifest.pinned_at, "tools": tools}, "", out)
+    return "".join(out) + "\n"
+
+
+def write_manifest(path: Path | str, manifest: Manifest) -> None:
+    """Write atomically (a temporary file renamed over the old one), mode 0600."""
+    target = Path(path)
+    try:
+        fd, temporary = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    except OSError as err:
+        raise ManifestError(f"manifest {target}: {err.strerror}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as file:
+            file.write(manifest_text(manifest))
+            file.flush()
+            os.fchmod(file.fileno(), 0o600)
+            os.fsync(file.fileno())
+        os.replace(temporary, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)
+        raise
+    os.chmod(target, 0o600)
+
+
+def read_manifest(path: Path | str) -> Manifest:
+    """Read a manifest through the ownership check; unknown fields are ignored."""
+    try:
+        data = read_owned(path)
+    except ConfigError as err:
+        raise ManifestError(str(err)) from None
+    try:
+        tree = canonical.parse_strict(data)
+    except JSONBoundaryError as err:
+        raise ManifestError(f"{path}: not usable JSON: {err.reason}") from None
+    return _manifest_from(tree, str(path))
+
+
+def _string(value: Any, where: str, path: str, *, required: bool = True) -> str:
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str) or isinstance(value, Number):
+        raise ManifestError(f"{path}: {where} must be a string")
+    return value
+
+
+def _manifest_from(tree: Any, path: str) -> Manifest:
+    if not isinstance(tree, dict):
+        raise ManifestError(f"{path}: a manifest is a JSON object")
+    server = _string(tree.get("server"), "server", path, required=False)
+    pinned_at = _string(tree.get("pinned_at"), "pinned_at", path, required=False)
+    tools_value = tree.get("tools")
+    if tools_value is None:
+        tools_value = {}
+    if not isinstance(tools_value, dict):
+        raise ManifestError(f"{path}: tools must be an object of tool name to pinned tool")
+    tools = {name: _pinned_from(name, entry, path) for name, entry in tools_value.items()}
+    return Manifest(server=server, pinned_at=pinned_at, tools=tools)
+
+
+def _pinned_from(key: str, entry: Any, path: str) -> PinnedTool:
+    where = f"tools[{escaping.go_quote(key)}]"
+    if not isinstance(entry, dict):
+        raise ManifestError(f"{path}: {where} must be an object")
+    annotations = entry.get("annotations")
+    if annotations is not None and not isinstance(annotations, dict):
+        raise ManifestError(f"{path}: {where}.annotations must be an object")
+    schema = entry.get("input_schema")
+    return PinnedTool(
+        name=key,
+        description=_string(entry.get("description"), f"{where}.description", path, required=False),
+        input_schema=schema_form.canonical_schema(canonical.policy_text(schema)),
+        schema_hash=_string(entry.get("schema_hash"), f"{where}.schema_hash", path, required=False),
+        description_hash=_string(entry.get("description_hash"), f"{where}.description_hash", path, required=False),
+        annotations=normalise_annotations(annotations) if annotations is not None else None,
+    )
+
+
+# -------------------------------------------------------------------------- connecting

@@ -1,0 +1,77 @@
+"""What the gate no longer reads back inside the transaction that begins a run is what a
+read would have found: the run row as begun (and as its first step's claim left it), no
+steps but the open one, no approvals; and the statements an allowed call costs."""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentrt_proxy.gate import session as gate_mod
+from agentrt_proxy.store import Tx
+from agentrt_proxy.store import store as store_mod
+from tests.harness import is_error, proxy_harness, text_of
+
+RULES = {"balance": {"side_effect": "read_only", "timeout": "10s"},
+         "pay": {"side_effect": "remote_mutation", "timeout": "10s", "outcome": "allow"},
+         "refund": {"side_effect": "destructive", "timeout": "10s"}}
+
+
+@pytest.mark.anyio
+async def test_the_known_run_is_the_row_a_read_finds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    original = gate_mod.Session._known_run
+    checked: list[str] = []
+
+    def known_run(self: gate_mod.Session, tx: Tx | None) -> Any:
+        run = original(self, tx)
+        if run is not None:
+            assert tx is not None
+            assert tx.run(self.run_id) == run
+            steps = [s.id for s in tx.steps(self.run_id)]
+            assert steps == ([self.current.id] if self.current is not None else [])
+            n = tx.conn.execute("SELECT COUNT(*) FROM approvals WHERE run_id = ?", (self.run_id,)).fetchone()[0]
+            assert n == 0
+            checked.append(self.run_id)
+        return run
+
+    monkeypatch.setattr(gate_mod.Session, "_known_run", known_run)
+    async with proxy_harness(tmp_path, rules=RULES) as h:
+        assert text_of(await h.call("bank_balance", {"account": "A-1"})) == "account A-1 holds 120.00 EUR"
+        assert text_of(await h.call("bank_pay", {"to": "bob", "amount": 25})) == "paid 25.00 to bob"
+        assert is_error(await h.call("bank_pay", {"to": "jo", "amount": 1, "mode": "error"}))
+        assert is_error(await h.call("bank_refund", {"payment": "p-1"}))
+        assert text_of(await h.call("bank_balance", {"acount": "A-1"})).startswith("INVALID:")
+    # step, propose, the policy's view and the start of each allowed call; step and propose of the others
+    assert len(checked) >= 4 * 3 + 2 * 2
+
+
+@pytest.mark.anyio
+async def test_statements_of_an_allowed_call(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    statements: list[str] = []
+    original = store_mod._connect
+
+    def connect(path: str, readonly: bool, create: bool = True) -> sqlite3.Connection:
+        conn = original(path, readonly, create)
+        conn.set_trace_callback(lambda s: statements.append(re.sub(r"\s+", " ", s)))
+        return conn
+
+    monkeypatch.setattr(store_mod, "_connect", connect)
+    async with proxy_harness(tmp_path, rules=RULES) as h:
+        await h.call("bank_balance", {"account": "A-0"})
+        del statements[:]
+        assert text_of(await h.call("bank_balance", {"account": "A-1"})) == "account A-1 holds 120.00 EUR"
+        read = len(statements)
+        del statements[:]
+        assert text_of(await h.call("bank_pay", {"to": "bob", "amount": 25})) == "paid 25.00 to bob"
+        pay = len(statements)
+    # 50 and 53 before the gate passed what it knows, 33 and 36 before each tool spec was
+    # stored once per store rather than once per run (2 COMMIT, 4 PRAGMA busy_timeout,
+    # 2 BEGIN included)
+    assert (read, pay) == (READ_STATEMENTS, READ_STATEMENTS + 3)
+
+
+READ_STATEMENTS = 30

@@ -1,0 +1,65 @@
+"""The demonstration (spec proxy-and-mcp-module §4.2, §5.8): it runs every step through the
+real program, as a newcomer would, from the source tree or the single file."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import run_program
+
+pytestmark = pytest.mark.program
+
+MARKERS = [
+    "model sees: account household holds",
+    "model sees: PENDING_APPROVAL",
+    "model sees: paid 950.00 to landlord",
+    "model sees: INTERRUPTED",
+    "model sees (isError): REJECTED",
+    "model sees (isError): DUPLICATE",
+    "through the proxy the server made 1 payment",
+    "without the proxy the server made 2 payments",
+    "every process the demo started has exited",
+]
+
+
+def test_demo_runs_every_step() -> None:
+    done = run_program(["demo", "-keep"], timeout=240)
+    kept = re.search(r"^kept (\S+); read it with:$", done.stdout, re.MULTILINE)
+    try:
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        for marker in MARKERS:
+            assert marker in done.stdout, f"missing {marker!r} in:\n{done.stdout}"
+        for header in ("1. A read", "2. A payment waits", "3. The proxy is killed", "4. A host lost a response"):
+            assert f"\n{header}" in done.stdout
+        assert "the proxy is killed with SIGKILL" in done.stdout
+        assert "intact:" in done.stdout  # verify's report of the audit chain
+        assert "demo failed" not in done.stdout and done.stderr == ""
+
+        # The ledger, counted here rather than trusted from the narration: one line per
+        # payment the fake server made.
+        assert kept is not None, done.stdout[-2000:]
+        directory = Path(kept.group(1))
+        payments = [json.loads(line) for line in (directory / "ledger.txt").read_text().splitlines()]
+        by_payee: dict[str, int] = {}
+        for payment in payments:
+            by_payee[payment["to"]] = by_payee.get(payment["to"], 0) + 1
+        # landlord: approved, collected once; plumber: cut off by SIGKILL, ran once and never
+        # again after the operator rejected the re-run; electrician: the unblocked tool ran;
+        # grocer: once through the proxy (the retry was DUPLICATE), twice straight to the server.
+        assert by_payee == {"landlord": 1, "plumber": 1, "electrician": 1, "grocer": 3}, payments
+        assert (directory / "runs.db").is_file()
+        assert (directory / "proxy.json").stat().st_mode & 0o777 == 0o600
+    finally:
+        if kept is not None:
+            shutil.rmtree(kept.group(1), ignore_errors=True)
+
+
+def test_demo_refuses_a_stray_argument() -> None:
+    done = run_program(["demo", "-nope"])
+    assert done.returncode == 2
+    assert "flag provided but not defined: -nope" in done.stderr
