@@ -22,6 +22,9 @@ from pathlib import Path
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+
+# Fixtures shared by the in-process tests of a layer and the black-box tests of tests/program.
+pytest_plugins = ["tests.operator_fixtures", "tests.recheck_fixtures"]
 PYZ_PATH = REPO_ROOT / "dist" / "agentrt-proxy.pyz"
 TARGETS = ("source", "pyz")
 

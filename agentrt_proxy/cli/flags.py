@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from agentrt_proxy.errors import UsageError
 
-class UsageError(Exception):
-    """Wrong arguments: the program prints the message and the usage, and exits 2."""
+__all__ = ["Flags", "UsageError", "parse"]
 
 
 @dataclass

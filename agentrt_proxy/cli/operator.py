@@ -24,7 +24,6 @@ from agentrt_proxy.canonical.encoder import go_json
 from agentrt_proxy.cli import flags
 from agentrt_proxy.cli import operator_views as views
 from agentrt_proxy.cli.flags import Flags, UsageError
-from agentrt_proxy.cli.main import program_invocation
 from agentrt_proxy.config import ConfigError, check_database_file, load_config
 from agentrt_proxy.gate import approvals
 from agentrt_proxy.store import (
@@ -40,6 +39,7 @@ from agentrt_proxy.store import (
     StoreError,
 )
 from agentrt_proxy.text import escaping, operator_text
+from agentrt_proxy.text.cli_text import program_invocation
 
 BUSY_WAIT = "5s"  # the store's busy timeout, said in the "locked" line
 RUNS_LIMIT = 100

@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from agentrt_proxy import canonical
-from agentrt_proxy.cli.main import program_invocation
 from agentrt_proxy.config import Config, ConfigError, check_database_file
 from agentrt_proxy.gate import OfferedTool, ProxyPolicy
 from agentrt_proxy.mcp import CallContext, JsonRpcError, RawJSON
 from agentrt_proxy.mcp.spawn import kill_unadopted
 from agentrt_proxy.store import Store, StoreError
 from agentrt_proxy.text import model_text, operator_text
+from agentrt_proxy.text.cli_text import program_invocation
 from agentrt_proxy.upstream import OpenError, OpenServers, open_servers
 
 if TYPE_CHECKING:

@@ -61,9 +61,9 @@ def fresh_pyz(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def expected_help_first_line() -> str:
-    from agentrt_proxy.cli import main
+    from agentrt_proxy.text import cli_text
 
-    return main.help_text().splitlines()[0]
+    return cli_text.help_text().splitlines()[0]
 
 
 @pytest.mark.program
