@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agentrt_proxy.cli import recheck
+from agentrt_proxy.cli import recheck_engine
 from agentrt_proxy.cli.recheck_report import DIFFERENT, SAME
 from agentrt_proxy.config import load_config
 from agentrt_proxy.gate import (
@@ -259,14 +259,14 @@ def test_each_approval_is_handed_with_the_status_it_had_at_the_event(recorded: t
     try:
         config = load_config(config_path)
         policy = Spy(config.policy, offered_tools_from_config(config), config.policy_id())
-        report = recheck.recheck_run(store, runs[1], policy)
+        report = recheck_engine.recheck_run(store, runs[1], policy)
     finally:
         store.close()
     assert report.same and report.rechecked == 2
     assert seen == [[], ["approved"]]
     approval = store_approval(config_path, runs[1])
-    undecided = recheck._as_at(approval, _event(seq=1, at="2000-01-01T00:00:00Z"), [])
+    undecided = recheck_engine._as_at(approval, _event(seq=1, at="2000-01-01T00:00:00Z"), [])
     assert undecided.status == "pending" and undecided.decided_by == "" and undecided.decided_at == ""
-    assert recheck._as_at(approval, _event(seq=10**9, at="2999-01-01T00:00:00Z"), []).status == "approved"
+    assert recheck_engine._as_at(approval, _event(seq=10**9, at="2999-01-01T00:00:00Z"), []).status == "approved"
 
 
