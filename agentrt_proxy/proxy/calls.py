@@ -47,6 +47,7 @@ from agentrt_proxy.gate import (
 )
 from agentrt_proxy.mcp import CallContext
 from agentrt_proxy.mcp.outcomes import ToolOutcome
+from agentrt_proxy.proxy import answers
 from agentrt_proxy.store import (
     OUTCOME_UNSEEN,
     Approval,
@@ -123,18 +124,7 @@ WOULD_BLOCK = object()  # _decide_inline: decide again in a worker thread
 
 
 def prose_answer(text: str) -> Answer:
-    prefix = text.split(":", 1)[0]
-    return Answer({"content": [{"type": "text", "text": text}], "isError": model_text.IS_ERROR.get(prefix, True)})
-
-
-def pending_text(approval: Approval) -> str:
-    """PENDING_APPROVAL, or for an interruption INTERRUPTED / UNKNOWN_OUTCOME by how it ended."""
-    if approval.kind != INTERRUPTED_SIDE_EFFECT:
-        return model_text.pending_approval(approval.id)
-    attempt = attempts.interrupted_attempt(approval)
-    if attempt is None or attempt.ended == "cut_off":
-        return model_text.interrupted(approval.id)
-    return model_text.unknown_outcome(attempt.ended, approval.id)
+    return Answer(answers.prose(text))
 
 
 class CallRules:
@@ -150,7 +140,6 @@ class CallRules:
         write_stderr: Callable[[str], Any],
         program: str,
         shutting_down: anyio.Event,
-        result_answer: Callable[[Any], dict[str, Any]],
         hold_poll: float = HOLD_POLL_SECONDS,
     ) -> None:
         self.config = config
@@ -163,7 +152,6 @@ class CallRules:
         self.write_stderr = write_stderr
         self.program = program
         self.shutting_down = shutting_down
-        self.result_answer = result_answer
         self.hold_poll = hold_poll
         self.lock = anyio.Lock()
         self.session = config.session
@@ -188,7 +176,7 @@ class CallRules:
                     held = True
                     if await self._hold(step.approval, ctx):
                         continue
-                return prose_answer(pending_text(step.approval)).result
+                return answers.prose(answers.pending_text(step.approval))
             # Retry: the call lost a race; read again.
         return prose_answer(model_text.in_progress()).result
 
@@ -595,11 +583,7 @@ class CallRules:
 
     @staticmethod
     def _denied_answer(verdict: Verdict) -> Answer:
-        obs = verdict.observation
-        content = obs.content if obs is not None and isinstance(obs.content, dict) else {}
-        if obs is not None and obs.kind == "invalid_decision":
-            return prose_answer(model_text.invalid(str(content.get("error", ""))))
-        return prose_answer(model_text.denied(str(content.get("reason", ""))))
+        return prose_answer(answers.denied_text(verdict))
 
     def _close_run(self, session: Session, message: str) -> None:
         """End a run its call did not complete, with the proxy's own fail decision."""
@@ -660,7 +644,7 @@ class CallRules:
             return prose_answer(model_text.unavailable(model_text.OUTCOME_NOT_RECORDED)).result
         if obs.kind == "tool_result":
             session.close()  # the row was settled with the outcome
-            return self.result_answer(obs.content)
+            return answers.tool_result(obs.content)
         if obs.kind != "tool_error":
             session.close()
             return prose_answer(model_text.unavailable(model_text.OUTCOME_NOT_RECORDED)).result
@@ -674,8 +658,7 @@ class CallRules:
                     )
         if closed == [CLOSE_UNRECORDED]:
             return prose_answer(model_text.unrecorded(str(content.get("error", "")), tool.repeat_window)).result
-        text = model_text.error_result(str(content.get("error", "")))
-        return {"content": [{"type": "text", "text": text}], "isError": True}
+        return answers.tool_error(str(content.get("error", "")))
 
     def _unknown_ending(self, tool: Any, obs: Observation) -> str | None:
         """How a tool error's call ended when its outcome is unknown; None for a known failure."""
@@ -873,4 +856,4 @@ async def _first_of(*waiters: Callable[[], Any]) -> None:
             tg.start_soon(run, waiter)
 
 
-__all__ = ["OUTCOME_UNKNOWN", "CallRules", "pending_text", "prose_answer"]
+__all__ = ["OUTCOME_UNKNOWN", "CallRules", "prose_answer"]

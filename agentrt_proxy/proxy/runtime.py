@@ -16,28 +16,18 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from agentrt_proxy import canonical
 from agentrt_proxy.cli.main import program_invocation
 from agentrt_proxy.config import Config, ConfigError, check_database_file
 from agentrt_proxy.gate import OfferedTool, ProxyPolicy
 from agentrt_proxy.mcp import CallContext, JsonRpcError, RawJSON
 from agentrt_proxy.mcp.spawn import kill_unadopted
+from agentrt_proxy.proxy import answers
 from agentrt_proxy.store import Store, StoreError
 from agentrt_proxy.text import model_text, operator_text
 from agentrt_proxy.upstream import OpenError, OpenServers, open_servers
 
 if TYPE_CHECKING:
     from agentrt_proxy.gate import Clock
-
-# What the gate and the rules need, imported by ``open_runtime`` while the upstreams start.
-def result_answer(content: Any) -> dict[str, Any]:
-    """A tool's own result, passed back as recorded: its text, and an object as structured content."""
-    text = content if isinstance(content, str) else canonical.policy_text(content)
-    result: dict[str, Any] = {"content": [{"type": "text", "text": text}], "isError": False}
-    if isinstance(content, dict):
-        result["structuredContent"] = RawJSON(canonical.policy_text(content))
-    return result
-
 
 class Runtime:
     def __init__(
@@ -84,7 +74,6 @@ class Runtime:
             write_stderr=write_stderr,
             program=program_invocation(),
             shutting_down=shutting_down,
-            result_answer=result_answer,
             **({"hold_poll": hold_poll} if hold_poll is not None else {}),
         )
         self.status = StatusReader(store, config.session, config.grant_ttl, self._is_known_answer)
@@ -117,18 +106,17 @@ class Runtime:
         return await self.rules.handle(tool, arguments_text, ctx)
 
     def _status(self, arguments_text: str | None) -> dict[str, Any]:
-        from agentrt_proxy.proxy.calls import prose_answer
         from agentrt_proxy.proxy.status import StatusArgumentsError, parse_arguments
 
         try:
             approval_id = parse_arguments(arguments_text)
         except StatusArgumentsError as err:
-            return prose_answer(model_text.invalid(str(err))).result
+            return answers.prose(model_text.invalid(str(err)))
         try:
             text = self.status.answer(approval_id, self.clock.now_ns())
         except StoreError:
-            return prose_answer(model_text.unavailable(model_text.STATUS_COULD_NOT_READ)).result
-        return {"content": [{"type": "text", "text": text}], "isError": False}
+            return answers.prose(model_text.unavailable(model_text.STATUS_COULD_NOT_READ))
+        return answers.text_result(text, is_error=False)
 
     async def close(self) -> None:
         await self.opened.aclose()
