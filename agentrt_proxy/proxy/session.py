@@ -42,7 +42,7 @@ class Proxy:
         self.idle = anyio.Event()
         self.idle.set()
         self.tools: list[dict[str, Any]] = []
-        self.runtime: Any = None  # calls.Runtime once open
+        self.runtime: Any = None  # runtime.Runtime once open
 
     # ---------------------------------------------------------------- opening
 

@@ -2,9 +2,10 @@
 
 A ``CallView`` starts empty and grows one read at a time: the rules (``rules.decide``)
 ask for what they reach and have not got (a ``Read``), ``reading.CallReader`` reads it,
-and the rules decide again over the larger view. So a call reads exactly what the rules
-it gets to need, in the order they need it, and nothing for rules it never reaches (the
-DUPLICATE answer reads four statements, as before the rules were a pure function).
+and the rules decide again over the larger view. So a call reads what the rules it gets
+to need, in the order they need it, each record once, and nothing for rules it never
+reaches: a DUPLICATE reads this request's rows and its run, steps and approvals, and
+nothing of the rest of the session.
 
 The view also carries what the decision has already done, because the rules consult it:
 the index rows it has settled, and the runs an effect has changed (expired, taken over,
