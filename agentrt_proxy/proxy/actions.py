@@ -56,7 +56,7 @@ class Collect:
     """Rule 1: this request's approval was granted; the gate attaches and judges it again."""
 
     run_id: str
-    grant: Approval
+    grant: Approval  # as rule 1 read it; the gate reads it again and judges its age as it attaches
 
     @property
     def of_this_request(self) -> bool:

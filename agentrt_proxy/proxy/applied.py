@@ -21,8 +21,7 @@ class Execute:
     """A run whose proposal the gate allowed: execute it, outside the lock."""
 
     session: Session
-    grant: Approval | None = None  # the grant a collected run executes under
-    row: ProxyCall | None = None  # the call's index row as its begin transaction left it (unsettled)
+    row: ProxyCall | None = None  # a new run's index row as its begin transaction left it (unsettled)
 
 
 @dataclass(frozen=True)

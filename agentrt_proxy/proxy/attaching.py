@@ -10,7 +10,7 @@ from agentrt_proxy.proxy import answers
 from agentrt_proxy.proxy.applied import Answer, Applied, DecideAgain, Execute, Pending, Retry
 from agentrt_proxy.proxy.parts import OperatorLog
 from agentrt_proxy.proxy.settling import Settling, closing_of_denied
-from agentrt_proxy.store import Approval, RunLeased, RunStateError, StoreError
+from agentrt_proxy.store import RunLeased, RunStateError, StoreError
 from agentrt_proxy.text import model_text
 from agentrt_proxy.text.operator_text import CLOSE_TAKEN_OVER
 
@@ -44,7 +44,7 @@ class Attaching:
             session.close()
         return DecideAgain()
 
-    def collect(self, tool_name: str, run_id: str, grant: Approval) -> Applied | DecideAgain:
+    def collect(self, tool_name: str, run_id: str) -> Applied | DecideAgain:
         """Rule 1, approved: the gate evaluates the policy again and judges the grant's age;
         what executes is the recorded request, never this call's bytes."""
         attached = self._attach(run_id, model_text.COULD_NOT_COLLECT)
@@ -52,7 +52,7 @@ class Attaching:
             return attached
         session, verdict = attached
         if verdict.outcome == ALLOWED and session is not None:
-            return Execute(session, grant)
+            return Execute(session)
         if verdict.outcome == PENDING and verdict.approval is not None:
             self.log.waits(verdict.approval, tool_name)
             return Pending(verdict.approval)

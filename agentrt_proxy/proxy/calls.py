@@ -150,7 +150,7 @@ class CallRules:
 
     def _apply_effect(self, tool: LoadedTool, action: Effect) -> Applied | DecideAgain:
         if isinstance(action, Collect):
-            return self.attaching.collect(tool.name, action.run_id, action.grant)
+            return self.attaching.collect(tool.name, action.run_id)
         if isinstance(action, Expire):
             return self.attaching.expire(action.run_id)
         if action.of_this_request:
