@@ -37,8 +37,8 @@ class Executing:
         self.beginning = beginning
         self.lock = lock  # the process's lock of the rules: the re-run decides under it
 
-    async def execute(self, tool: LoadedTool, facts: ToolFacts, execute: Execute) -> Result:
-        session = execute.session
+    async def execute(self, tool: LoadedTool, facts: ToolFacts, allowed: Execute) -> Result:
+        session = allowed.session
 
         async def call_upstream(request: ToolRequest) -> ToolOutcome:
             return await tool.call(canonical.policy_text(request.args))
@@ -49,10 +49,10 @@ class Executing:
             # Inside the transaction that records the outcome (docs/decisions/0005): a known
             # outcome settles the row, and a known tool error also gets the proxy's closing decision.
             if obs.kind == "tool_result":
-                if execute.row is not None and session.ended_run is not None:
+                if allowed.row is not None and session.ended_run is not None:
                     # The recording just ended the run with this result, the run's last attempt:
                     # its outcome is known (what settle_run_now would read back).
-                    self.settling.settle_known(execute.row)
+                    self.settling.settle_known(allowed.row)
                 else:
                     self.settling.settle_run_now(session.run_id)
             elif obs.kind == "tool_error" and _unknown_ending(facts, obs) is None:

@@ -67,10 +67,11 @@ from agentrt_proxy.proxy.view import (
 from agentrt_proxy.store import Approval, ProxyCall, Run, Step
 from agentrt_proxy.text import model_text
 
-DENY = "deny"
-REJECTED = "approval_rejected"
-EXPIRED = "approval_expired"
-CANCELLED = "operator_cancelled"
+DENY = "deny"  # the policy's outcome for a tool it refuses outright (gate/policy.py)
+# Why the gate ended a run (the run's reason), as the gate and an operator's decisions record it.
+REASON_REJECTED = "approval_rejected"
+REASON_EXPIRED = "approval_expired"
+REASON_CANCELLED = "operator_cancelled"
 
 # ------------------------------------------------------------------------------ the facts
 
@@ -313,14 +314,14 @@ class _Rules:
                 continue
             until = format_time_seconds(finished + window)
             latest = attempts.latest_approval(approvals)
-            if run.reason == REJECTED and latest is not None:
+            if run.reason == REASON_REJECTED and latest is not None:
                 return Refuse(model_text.rejected(latest.id, latest.note, until))
-            if run.reason == EXPIRED:
+            if run.reason == REASON_EXPIRED:
                 if last.unknown:
                     return None  # rule 6 asks again
                 if latest is not None:
                     return Refuse(model_text.expired(latest.id, until))
-            if run.reason == CANCELLED:
+            if run.reason == REASON_CANCELLED:
                 return Refuse(model_text.cancelled(run.reason_detail, until))
             if not self.tool.read_only:
                 if last.unknown:
@@ -401,7 +402,7 @@ class _Rules:
             self.settle(row, last)
             if not last.unknown or last.attempt is None:
                 continue
-            if run.reason in (REJECTED, CANCELLED):
+            if run.reason in (REASON_REJECTED, REASON_CANCELLED):
                 continue  # an operator resolved it
             return AskUnknown(row.request_key, recorded_args(self.steps(run.id)), last.attempt)
         return None

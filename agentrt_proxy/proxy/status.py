@@ -13,7 +13,7 @@ from agentrt_proxy import canonical
 from agentrt_proxy.canonical.durations import HOUR, SECOND, format_go, parse_time
 from agentrt_proxy.config import READ_ONLY
 from agentrt_proxy.gate import INTERRUPTED_SIDE_EFFECT, WAITING, attempts
-from agentrt_proxy.proxy.rules import past_expiry
+from agentrt_proxy.proxy.rules import REASON_CANCELLED, REASON_EXPIRED, past_expiry
 from agentrt_proxy.store import Approval, Event, NotFound, ProxyCall, Run, Step, Store
 from agentrt_proxy.text import model_text
 
@@ -174,8 +174,8 @@ def _why_not_executed(run: Run, step: Step | None) -> str:
         return model_text.NOT_EXECUTED_DENIED
     if kind == "invalid_decision":
         return model_text.NOT_EXECUTED_INVALID
-    if run.reason == "operator_cancelled":
+    if run.reason == REASON_CANCELLED:
         return model_text.NOT_EXECUTED_CANCELLED
-    if run.reason == "approval_expired":
+    if run.reason == REASON_EXPIRED:
         return model_text.NOT_EXECUTED_EXPIRED
     return model_text.not_executed_run_ended(run.reason or run.status)

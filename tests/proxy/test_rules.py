@@ -134,12 +134,12 @@ def denied(run_id: str) -> History:
 
 
 def rejected(run_id: str, ago: int = MINUTE) -> History:
-    return finished_with(run_id, None, status="FAILED", reason="approval_rejected", approval="rejected",
+    return finished_with(run_id, None, status="CANCELLED", reason="approval_rejected", approval="rejected",
                          note="not to bob", ago=ago)
 
 
 def expired(run_id: str) -> History:
-    return finished_with(run_id, None, status="FAILED", reason="approval_expired", approval="expired")
+    return finished_with(run_id, None, status="CANCELLED", reason="approval_expired", approval="expired")
 
 
 def cancelled(run_id: str) -> History:
@@ -174,7 +174,7 @@ def interruption_expired(run_id: str, *, reason: str = "approval_expired") -> Hi
     """The same question, expired (or rejected): the run ended with the outcome still unknown."""
     asked = interruption(run_id, "expired" if reason == "approval_expired" else "rejected")
     assert asked.run is not None
-    run = dataclasses.replace(asked.run, status="FAILED", reason=reason, finished_at=at(NOW - MINUTE))
+    run = dataclasses.replace(asked.run, status="CANCELLED", reason=reason, finished_at=at(NOW - MINUTE))
     return History(run, asked.steps, asked.approvals)
 
 
