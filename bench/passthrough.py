@@ -20,13 +20,13 @@ def main() -> int:
     sys.path.insert(0, pyz)
     from agentrt_proxy.cli.main import main as cli_main
     from agentrt_proxy.mcp.outcomes import Result
-    from agentrt_proxy.proxy import runtime
+    from agentrt_proxy.proxy import answers, runtime
 
     async def call(self: Any, name: str, arguments_text: str | None, ctx: Any) -> dict[str, Any]:
         outcome = await self.tools[name].call(arguments_text)
         if not isinstance(outcome, Result):
             raise RuntimeError(f"passthrough: {name}: {outcome}")
-        return runtime.result_answer(outcome.content)
+        return answers.tool_result(outcome.content)
 
     runtime.Runtime.call = call  # type: ignore[method-assign]
     return cli_main()

@@ -5,38 +5,28 @@ Opening order (proxy-and-mcp-module §2.12): the database file check and the rea
 processes: decision 0007), then every upstream connected (adopting those processes) and
 loaded while the store opens and migrates, then the database file check again.
 
-This module's own imports are light on purpose: the gate, the rules and jsonschema
-(~100 ms) are imported by ``open_runtime`` in a worker thread while the upstreams start.
+This module is imported in a worker thread (``session._import_runtime``), so the event loop
+answers ``initialize`` meanwhile. Importing the gate and upstream packages here already
+brings in the gate's session and jsonschema; the rules across calls and the status tool
+are imported by ``open_runtime`` in a worker thread while the upstreams connect.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 
-from agentrt_proxy import canonical
 from agentrt_proxy.config import Config, ConfigError, check_database_file
-from agentrt_proxy.gate import OfferedTool, ProxyPolicy
+from agentrt_proxy.gate import Clock, Gate, OfferedTool, ProxyPolicy, WallClock
 from agentrt_proxy.mcp import CallContext, JsonRpcError, RawJSON
 from agentrt_proxy.mcp.spawn import kill_unadopted
+from agentrt_proxy.proxy import answers
 from agentrt_proxy.store import Store, StoreError
 from agentrt_proxy.text import model_text, operator_text
 from agentrt_proxy.text.cli_text import program_invocation
 from agentrt_proxy.upstream import OpenError, OpenServers, open_servers
-
-if TYPE_CHECKING:
-    from agentrt_proxy.gate import Clock
-
-# What the gate and the rules need, imported by ``open_runtime`` while the upstreams start.
-def result_answer(content: Any) -> dict[str, Any]:
-    """A tool's own result, passed back as recorded: its text, and an object as structured content."""
-    text = content if isinstance(content, str) else canonical.policy_text(content)
-    result: dict[str, Any] = {"content": [{"type": "text", "text": text}], "isError": False}
-    if isinstance(content, dict):
-        result["structuredContent"] = RawJSON(canonical.policy_text(content))
-    return result
 
 
 class Runtime:
@@ -51,8 +41,9 @@ class Runtime:
         clock: Clock | None = None,
         hold_poll: float | None = None,
     ) -> None:
-        from agentrt_proxy.gate import Gate, WallClock
+        # Imported by open_runtime's worker thread while the upstreams connect; here only looked up.
         from agentrt_proxy.proxy.calls import CallRules
+        from agentrt_proxy.proxy.parts import CallParts, CallSettings, OperatorLog
         from agentrt_proxy.proxy.status import StatusReader
 
         self.config = config
@@ -74,19 +65,10 @@ class Runtime:
             lease_ttl=config.lease_ttl,
             lease_owner=f"agentrt-proxy:{config.session}",
         )
-        self.rules = CallRules(
-            config,
-            store,
-            self.gate,
-            self.policy,
-            self.tools,
-            clock,
-            write_stderr=write_stderr,
-            program=program_invocation(),
-            shutting_down=shutting_down,
-            result_answer=result_answer,
-            **({"hold_poll": hold_poll} if hold_poll is not None else {}),
-        )
+        log = OperatorLog(write_stderr, program_invocation(), str(config.database))
+        settings = CallSettings.from_config(config, hold_poll)
+        parts = CallParts(store, self.gate, self.policy, self.tools, clock, settings, log)
+        self.rules = CallRules(parts, shutting_down)
         self.status = StatusReader(store, config.session, config.grant_ttl, self._is_known_answer)
         self.clock = clock
 
@@ -117,18 +99,17 @@ class Runtime:
         return await self.rules.handle(tool, arguments_text, ctx)
 
     def _status(self, arguments_text: str | None) -> dict[str, Any]:
-        from agentrt_proxy.proxy.calls import prose_answer
-        from agentrt_proxy.proxy.status import StatusArgumentsError, parse_arguments
+        from agentrt_proxy.proxy.status import StatusArgumentsError, parse_arguments  # imported by open_runtime
 
         try:
             approval_id = parse_arguments(arguments_text)
         except StatusArgumentsError as err:
-            return prose_answer(model_text.invalid(str(err))).result
+            return answers.prose(model_text.invalid(str(err)))
         try:
             text = self.status.answer(approval_id, self.clock.now_ns())
         except StoreError:
-            return prose_answer(model_text.unavailable(model_text.STATUS_COULD_NOT_READ)).result
-        return {"content": [{"type": "text", "text": text}], "isError": False}
+            return answers.prose(model_text.unavailable(model_text.STATUS_COULD_NOT_READ))
+        return answers.text_result(text, is_error=False)
 
     async def close(self) -> None:
         await self.opened.aclose()
@@ -143,24 +124,21 @@ async def open_runtime(
     clock: Clock | None = None,
     hold_poll: float | None = None,
 ) -> Runtime:
-    """Start every upstream, open the store and import the gate, concurrently; then the runtime.
+    """Connect every upstream, open the store and import the rules, concurrently; then the runtime.
 
     Why this order (the cold start, bench/RESULTS.md): an upstream's own start is the
-    longest wait, so the upstreams are spawned first, before the gate, the rules and
-    jsonschema are imported (~100 ms of CPU, in a worker thread meanwhile), and the store
-    opens alongside. Only each upstream's per-tool load checks (they import jsonschema
-    themselves, waiting for the import under way) and the gate's construction wait for
-    the imports.
+    longest wait, so the upstreams are connected first, and the rules across calls and the
+    status tool are imported in a worker thread meanwhile, while the store opens alongside.
+    (The gate's session and jsonschema, which this used to import here too, already came
+    in with the gate and upstream packages when this module was imported.)
     """
     opened: OpenServers | None = None
     store: Store | None = None
     failure: BaseException | None = None
 
     def import_heavy() -> None:
-        # The heavy modules, imported here in a worker thread while the upstreams start.
-        from agentrt_proxy.gate import session  # noqa: F401
+        # The rules and the status tool, imported here in a worker thread while the upstreams connect.
         from agentrt_proxy.proxy import calls, status  # noqa: F401
-        from agentrt_proxy.upstream import validation  # noqa: F401
 
     async def open_upstreams() -> None:
         nonlocal opened, failure

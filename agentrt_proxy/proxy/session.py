@@ -19,20 +19,12 @@ import anyio.abc
 
 from agentrt_proxy import __version__
 from agentrt_proxy.config import Config, ConfigError
-from agentrt_proxy.mcp import CallContext, JsonRpcError, RawJSON, ServerSession, open_stdio
+from agentrt_proxy.mcp import CallContext, JsonRpcError, ServerSession, open_stdio
 from agentrt_proxy.text import model_text, operator_text
 
 SERVER_INFO = {"name": "gated-tools", "version": __version__}
 ANSWER_GRACE_SECONDS = 5.0  # after a signal, how long the answers in flight may take to be written
 OPEN_REPORT_GRACE_SECONDS = 5.0  # after stdin's end, how long an opening still in progress may take
-
-
-def tool_result(text: str, *, is_error: bool, structured: str | None = None) -> dict[str, Any]:
-    """A ``CallToolResult`` carrying one text block (and structured content, kept literally)."""
-    result: dict[str, Any] = {"content": [{"type": "text", "text": text}], "isError": is_error}
-    if structured is not None:
-        result["structuredContent"] = RawJSON(structured)
-    return result
 
 
 class Proxy:
@@ -50,7 +42,7 @@ class Proxy:
         self.idle = anyio.Event()
         self.idle.set()
         self.tools: list[dict[str, Any]] = []
-        self.runtime: Any = None  # calls.Runtime once open
+        self.runtime: Any = None  # runtime.Runtime once open
 
     # ---------------------------------------------------------------- opening
 

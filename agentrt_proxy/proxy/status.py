@@ -12,13 +12,13 @@ from typing import Any
 from agentrt_proxy import canonical
 from agentrt_proxy.canonical.durations import HOUR, SECOND, format_go, parse_time
 from agentrt_proxy.config import READ_ONLY
-from agentrt_proxy.gate import INTERRUPTED_SIDE_EFFECT, attempts
+from agentrt_proxy.gate import INTERRUPTED_SIDE_EFFECT, WAITING, attempts
+from agentrt_proxy.proxy.rules import REASON_CANCELLED, REASON_EXPIRED, past_expiry
 from agentrt_proxy.store import Approval, Event, NotFound, ProxyCall, Run, Step, Store
 from agentrt_proxy.text import model_text
 
 RECENT_WINDOW = HOUR
 RECENT_LIMIT = 200
-TERMINAL = ("COMPLETED", "FAILED", "CANCELLED")
 
 
 class StatusArgumentsError(ValueError):
@@ -64,7 +64,7 @@ class StatusReader:
                 self._describe(entry, approval, entries, now_ns)
                 for entry in reversed(entries)
                 for approval in entry.approvals
-                if approval.status == "pending" and not _past_expiry(approval, now_ns)
+                if approval.status == "pending" and not past_expiry(approval, now_ns)
             ]
             return model_text.status_list(waiting)
         for entry in entries:
@@ -99,7 +99,7 @@ class StatusReader:
     def _state(self, entry: _Entry, approval: Approval, tool: str, entries: list[_Entry], now_ns: int) -> str:
         age = format_go(max(0, now_ns - parse_time(approval.created_at)) // SECOND * SECOND)
         if approval.status == "pending":
-            if _past_expiry(approval, now_ns):
+            if past_expiry(approval, now_ns):
                 return model_text.STATUS_EXPIRED_UNDECIDED
             if approval.kind == INTERRUPTED_SIDE_EFFECT:
                 return model_text.status_waiting_interruption(age)
@@ -117,7 +117,7 @@ class StatusReader:
         latest = attempts.latest_approval(entry.approvals)
         if latest is not None and latest.id != approval.id:
             return model_text.status_superseded(latest.id)
-        if entry.run.status == "WAITING_FOR_APPROVAL":
+        if entry.run.status == WAITING:
             return model_text.status_awaiting_collection(tool)
         if entry.run.status == "RUNNING":
             return model_text.STATUS_EXECUTING
@@ -167,10 +167,6 @@ class StatusReader:
         return None
 
 
-def _past_expiry(approval: Approval, now_ns: int) -> bool:
-    return bool(approval.expires_at) and now_ns > parse_time(approval.expires_at)
-
-
 def _why_not_executed(run: Run, step: Step | None) -> str:
     obs = attempts.observation(step) if step is not None else {}
     kind = obs.get("kind")
@@ -178,8 +174,8 @@ def _why_not_executed(run: Run, step: Step | None) -> str:
         return model_text.NOT_EXECUTED_DENIED
     if kind == "invalid_decision":
         return model_text.NOT_EXECUTED_INVALID
-    if run.reason == "operator_cancelled":
+    if run.reason == REASON_CANCELLED:
         return model_text.NOT_EXECUTED_CANCELLED
-    if run.reason == "approval_expired":
+    if run.reason == REASON_EXPIRED:
         return model_text.NOT_EXECUTED_EXPIRED
     return model_text.not_executed_run_ended(run.reason or run.status)

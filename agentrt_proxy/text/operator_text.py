@@ -253,3 +253,12 @@ def recheck_summary(runs: int, policy_id: str, rechecked: int, skipped: int, dif
     )
 
 
+
+
+# The proxy's own closing decisions for a run its call did not complete (a ``fail`` decision,
+# origin operator): recorded as the run's reason detail, which ``show`` and ``runs`` print.
+CLOSE_ERROR = "one call per run: the tool call returned an error"
+CLOSE_DENIED = "one call per run: the request was denied"
+CLOSE_INVALID = "one call per run: the request was invalid"
+CLOSE_TAKEN_OVER = "one call per run: taken over after an interruption, with nothing left in it to execute"
+CLOSE_UNRECORDED = "one call per run: the tool call executed and its result could not be recorded"

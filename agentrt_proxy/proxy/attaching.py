@@ -1,0 +1,93 @@
+"""The rules' effects on a run that already exists: collect a grant (rule 1), take over a run
+whose caller is gone (rule 3, and another run of the tool in the session's rules), expire an
+approval past its expiry. Each attaches through the gate, which judges the run again.
+"""
+
+from __future__ import annotations
+
+from agentrt_proxy.gate import ALLOWED, DENIED, ENDED, PENDING, Gate, Session, Verdict
+from agentrt_proxy.proxy import answers
+from agentrt_proxy.proxy.applied import Answer, Applied, DecideAgain, Execute, Pending, Retry
+from agentrt_proxy.proxy.parts import OperatorLog
+from agentrt_proxy.proxy.settling import Settling, closing_of_denied
+from agentrt_proxy.store import RunLeased, RunStateError, StoreError
+from agentrt_proxy.text import model_text
+from agentrt_proxy.text.operator_text import CLOSE_TAKEN_OVER
+
+
+class Attaching:
+    def __init__(self, gate: Gate, settling: Settling, log: OperatorLog) -> None:
+        self.gate = gate
+        self.settling = settling
+        self.log = log
+
+    def _attach(self, run_id: str, could_not: str) -> tuple[Session | None, Verdict] | Applied:
+        """Attach to a run (collect or take over); what a failed attach answers instead."""
+        try:
+            return self.gate.attach(run_id)
+        except RunLeased:
+            return Answer(answers.prose(model_text.in_progress()))
+        except RunStateError:
+            return Retry()
+        except (StoreError, ValueError) as err:
+            self.log.error(f"run {run_id}: {err}")
+            return Answer(answers.prose(model_text.unavailable(could_not)))
+
+    def expire(self, run_id: str) -> DecideAgain:
+        """Attach to a run whose approval is past its expiry: the gate expires it and ends the
+        run. A failure changes nothing; the rules then see the run as they did."""
+        try:
+            session, _ = self.gate.attach(run_id)
+        except (StoreError, ValueError):
+            return DecideAgain()
+        if session is not None:
+            session.close()
+        return DecideAgain()
+
+    def collect(self, tool_name: str, run_id: str) -> Applied | DecideAgain:
+        """Rule 1, approved: the gate evaluates the policy again and judges the grant's age;
+        what executes is the recorded request, never this call's bytes."""
+        attached = self._attach(run_id, model_text.COULD_NOT_COLLECT)
+        if not isinstance(attached, tuple):
+            return attached
+        session, verdict = attached
+        if verdict.outcome == ALLOWED and session is not None:
+            return Execute(session)
+        if verdict.outcome == PENDING and verdict.approval is not None:
+            self.log.waits(verdict.approval, tool_name)
+            return Pending(verdict.approval)
+        if verdict.outcome == DENIED and session is not None:
+            self.settling.close_run(session, closing_of_denied(verdict))
+            return Answer(answers.prose(answers.denied_text(verdict)))
+        if verdict.outcome == ENDED:
+            return DecideAgain()  # e.g. the grant was too old: rule 4 answers EXPIRED
+        if session is not None:
+            session.close()
+        return Retry()
+
+    def take_over(self, tool_name: str, run_id: str) -> Applied | DecideAgain:
+        """Rule 3: a mutating call cut off while executing now waits on an interruption
+        approval; anything else cut off leaves nothing to execute, and its run is ended."""
+        attached = self._attach(run_id, model_text.COULD_NOT_RECOVER)
+        if not isinstance(attached, tuple):
+            return attached
+        session, verdict = attached
+        if verdict.outcome == PENDING and verdict.approval is not None:
+            self.log.cut_off(run_id, tool_name)
+            self.log.waits(verdict.approval, tool_name)
+            return Pending(verdict.approval)
+        if verdict.outcome == ENDED or session is None:
+            return DecideAgain()
+        # A read cut off, or a call cut off before or after its tool ran: nothing to execute.
+        self.settling.close_run(session, CLOSE_TAKEN_OVER)
+        return DecideAgain()
+
+    def take_over_other(self, tool_name: str, run_id: str) -> Applied | DecideAgain:
+        """Another request's run of this tool left running by a call that is gone: once taken
+        over, a question about it blocks this call; a failure answers IN_PROGRESS."""
+        taken = self.take_over(tool_name, run_id)
+        if isinstance(taken, Pending):
+            return Answer(answers.prose(model_text.blocked_unknown(tool_name, taken.approval.id)))
+        if isinstance(taken, DecideAgain):
+            return taken
+        return Answer(answers.prose(model_text.in_progress()))
