@@ -2,7 +2,8 @@
 
 Only the operations; the rules that read them live in ``proxy/``. Every statement is served by
 one of the table's indexes: the call path never scans the table. Times are Unix nanoseconds; 0
-means unset.
+means unset. A row's ``outcome`` is a state of the state table (``states.py``): ``settle`` looks
+its move up there before it writes.
 """
 
 from __future__ import annotations
@@ -12,13 +13,9 @@ from dataclasses import dataclass, fields
 
 from agentrt_proxy.store.errors import ClaimLost, RunIdTaken
 from agentrt_proxy.store.sqlite_errors import mapped
+from agentrt_proxy.store.states import CALL, OUTCOME_UNSEEN, illegal_move, transition_error
 from agentrt_proxy.store.transactions import Database
 from agentrt_proxy.text.record_text import MSG_CLAIM_LOST, MSG_RUN_ID_TAKEN
-
-OUTCOME_UNSEEN = 0
-OUTCOME_NONE = 1
-OUTCOME_KNOWN = 2
-OUTCOME_UNKNOWN = 3
 
 
 @dataclass
@@ -125,6 +122,10 @@ class CallIndex:
     @mapped
     def settle(self, row_id: int, outcome: int, now: int) -> bool:
         """Record what an unseen row's run came to; False when it was settled already."""
+        illegal = illegal_move(CALL, (OUTCOME_UNSEEN,), outcome)
+        if illegal is not None:
+            found = self.by_id(row_id)
+            raise transition_error(found.run_id if found else "?", f"call {row_id}", illegal)
         with self._db.write() as tx:
             cur = tx.conn.execute(
                 "UPDATE proxy_calls SET outcome = ?, settled_at = CASE WHEN settled_at = 0 THEN ? "
@@ -136,7 +137,7 @@ class CallIndex:
     @mapped
     def settle_empty(self, row_id: int, now: int) -> bool:
         """Settle a row whose run never began, only if it still has not: check and write
-        are one statement (the one read of the runtime's tables)."""
+        are one statement (the one read of the runtime's tables). Unseen → none."""
         with self._db.write() as tx:
             cur = tx.conn.execute(
                 "UPDATE proxy_calls SET settled_at = ?, outcome = 1 WHERE id = ? AND settled_at = 0 "
@@ -147,6 +148,7 @@ class CallIndex:
 
     @mapped
     def unsettle(self, run_id: str) -> None:
+        """The run's row back to unseen (its run moved again): none, known or unknown → unseen."""
         with self._db.write() as tx:
             tx.conn.execute(
                 "UPDATE proxy_calls SET settled_at = 0, outcome = 0 WHERE run_id = ? AND settled_at != 0", (run_id,)
@@ -155,6 +157,11 @@ class CallIndex:
     @mapped
     def by_run(self, run_id: str) -> ProxyCall | None:
         rows = self._rows(f"SELECT {_COLS} FROM proxy_calls WHERE run_id = ?", (run_id,))
+        return rows[0] if rows else None
+
+    @mapped
+    def by_id(self, row_id: int) -> ProxyCall | None:
+        rows = self._rows(f"SELECT {_COLS} FROM proxy_calls WHERE id = ?", (row_id,))
         return rows[0] if rows else None
 
     @mapped

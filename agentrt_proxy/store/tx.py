@@ -1,8 +1,9 @@
 """The compare-and-set primitives of one open write transaction.
 
-A lost CAS (the row was not in an expected state: someone else moved it) raises
-``RunStateError``, which rolls the whole transaction back. The gate composes its transitions
-from these and never sees SQL.
+Every status-changing write looks its move up in the state table (``states.py``) before its
+SQL runs: an illegal one raises ``IllegalTransition`` having written nothing. A lost CAS (the
+row was not in an expected state: someone else moved it) raises ``RunStateError``, which rolls
+the whole transaction back. The gate composes its transitions from these and never sees SQL.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from agentrt_proxy.store.rows import (
     read_steps,
 )
 from agentrt_proxy.store.sqlite_errors import mapped
+from agentrt_proxy.store.states import APPROVAL, NEW, RUN, STEP, born_illegal, illegal_move, transition_error
 from agentrt_proxy.text.record_text import ERR_NOT_SETTABLE, MSG_RUN_STATE
 
 
@@ -91,6 +93,9 @@ class Tx:
     def _update_run(self, run_id: str, expect: str | Sequence[str], owner: str | None, values: Mapping[str, Any],
                     returning: str) -> list[Any]:
         statuses = _as_tuple(expect)
+        illegal = illegal_move(RUN, statuses, values.get("status"))
+        if illegal is not None:
+            raise transition_error(run_id, "run", illegal)
         sets, args = _assignments(values, RUN_SETTABLE)
         where = f"id = ? AND status IN ({','.join('?' * len(statuses))})"
         args += [run_id, *statuses]
@@ -132,6 +137,9 @@ class Tx:
     @mapped
     def update_step(self, step_id: str, *, expect: str | Sequence[str], **values: Any) -> None:
         statuses = _as_tuple(expect)
+        illegal = illegal_move(STEP, statuses, values.get("status"))
+        if illegal is not None:
+            raise transition_error(self._run_of("steps", step_id), f"step {step_id}", illegal)
         sets, args = _assignments(values, STEP_SETTABLE)
         cur = self._c.execute(
             f"UPDATE steps SET {sets} WHERE id = ? AND status IN ({','.join('?' * len(statuses))})",
@@ -152,6 +160,8 @@ class Tx:
     # approvals ------------------------------------------------------------------------
     @mapped
     def insert_approval(self, a: Approval) -> None:
+        if born_illegal(APPROVAL, a.status):
+            raise transition_error(a.run_id, f"approval {a.id}", (NEW, a.status))
         self._c.execute(
             f"INSERT INTO approvals ({APPROVAL_COLS}) VALUES ({','.join('?' * len(fields(Approval)))})",
             [getattr(a, f.name) for f in fields(Approval)],
@@ -161,6 +171,9 @@ class Tx:
     def update_approval(self, approval_id: str, *, expect: str, expect_hash: str | None = None,
                         **values: Any) -> bool:
         """Conditional decision write; False when someone decided it first."""
+        illegal = illegal_move(APPROVAL, (expect,), values.get("status"))
+        if illegal is not None:
+            raise transition_error(self._run_of("approvals", approval_id), f"approval {approval_id}", illegal)
         sets, args = _assignments(values, APPROVAL_SETTABLE)
         where, wargs = "id = ? AND status = ?", [approval_id, expect]
         if expect_hash is not None:
@@ -190,6 +203,12 @@ class Tx:
     @property
     def conn(self) -> sqlite3.Connection:
         return self._c
+
+    def _run_of(self, table: str, row_id: str) -> str:
+        """The run a step's or an approval's row belongs to, for an illegal move's message
+        (read only then: the check itself is a table lookup)."""
+        found = self._c.execute(f"SELECT run_id FROM {table} WHERE id = ?", (row_id,)).fetchone()
+        return str(found[0]) if found else "?"
 
 
 def _as_tuple(v: str | Sequence[str]) -> tuple[str, ...]:
