@@ -38,7 +38,7 @@ from agentrt_proxy.gate.policy import (
     default_policy,
     offered_tools_from_config,
 )
-from agentrt_proxy.gate.session import Session
+from agentrt_proxy.gate.session import Session, SessionEnded
 from agentrt_proxy.store import (
     OUTCOME_KNOWN,
     OUTCOME_NONE,
@@ -71,6 +71,7 @@ __all__ = [
     "ProxyPolicy",
     "RunView",
     "Session",
+    "SessionEnded",
     "SideEffectPolicy",
     "ToolRequest",
     "Verdict",

@@ -58,8 +58,10 @@ from agentrt_proxy.text.record_text import (
 if TYPE_CHECKING:  # the gate's type only: gate.py imports this module to open sessions
     from agentrt_proxy.gate.gate import Gate
 
-class SessionClosed(StoreError):
-    pass
+class SessionEnded(StoreError):
+    """The session has ended (its run paused or finished, or a failed call ended it): attach
+    again for a new one. (Named SessionClosed before, which the wire's ``mcp.SessionClosed``
+    also is.) A StoreError, as it was: a caller that answers a store refusal answers this too."""
 
 
 class Session:
@@ -118,7 +120,7 @@ class Session:
 
     def _require_open(self) -> None:
         if self._over:
-            raise SessionClosed(ERR_SESSION_CLOSED)
+            raise SessionEnded(ERR_SESSION_CLOSED)
 
     def _known_run(self, tx: Tx | None) -> Run | None:
         """The run row as this session wrote it in ``tx``, when ``tx`` is the open
