@@ -79,23 +79,23 @@ class VerifyReport:
         )
 
 
-def head(db: Database) -> tuple[int, str]:
+def read_head(db: Database) -> tuple[int, str]:
     """The last event's (seq, hash); (0, "") for none."""
     with db.lock:
         row = db.conn.execute("SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1").fetchone()
     return (int(row[0]), row[1]) if row else (0, "")
 
 
-def event_hash(db: Database, seq: int) -> str | None:
+def read_event_hash(db: Database, seq: int) -> str | None:
     with db.lock:
         row = db.conn.execute("SELECT hash FROM events WHERE seq = ?", (seq,)).fetchone()
     return row[0] if row else None
 
 
-def verify(db: Database, from_seq: int = 0, to_seq: int = 0, kept: tuple[int, str] | None = None) -> VerifyReport:
+def verify_chain(db: Database, from_seq: int = 0, to_seq: int = 0, kept: tuple[int, str] | None = None) -> VerifyReport:
     """Walk the chain from..to (defaults: first event to the head) and stop at the first
     break (§8.3). A ``kept`` head (seq, hash) must be reached and must still match."""
-    head_seq, head_hash = head(db)
+    head_seq, head_hash = read_head(db)
     last = to_seq or head_seq
     report = VerifyReport(head_seq, head_hash, from_seq, last, 0, "", None, True)
     prev_seq, prev_hash = _start(db, from_seq)
@@ -118,7 +118,7 @@ def verify(db: Database, from_seq: int = 0, to_seq: int = 0, kept: tuple[int, st
             report.to_seq, cursor = ev.seq, ev.seq
     report.to_reached = report.brk is not None or not to_seq or prev_seq >= to_seq
     if kept is not None:
-        found = event_hash(db, kept[0])
+        found = read_event_hash(db, kept[0])
         report.kept_head_found = found is not None and kept[0] <= max(report.to_seq, 0)
         report.kept_head_matches = report.kept_head_found and found == kept[1]
     return report

@@ -17,8 +17,7 @@ from contextlib import AbstractContextManager
 
 from agentrt_proxy.canonical import durations
 from agentrt_proxy.canonical.clock import WALL
-from agentrt_proxy.store import chain
-from agentrt_proxy.store.chain import VerifyReport
+from agentrt_proxy.store.chain import VerifyReport, read_event_hash, read_head, verify_chain
 from agentrt_proxy.store.connection import BUSY_TIMEOUT_MS, connect, switch_to_wal
 from agentrt_proxy.store.errors import NotFound, WouldBlock
 from agentrt_proxy.store.index import CallIndex
@@ -242,14 +241,14 @@ class Store:
     # the chain ----------------------------------------------------------------------
     @mapped
     def chain_head(self) -> tuple[int, str]:
-        return chain.head(self._db)
+        return read_head(self._db)
 
     @mapped
     def event_hash(self, seq: int) -> str | None:
-        return chain.event_hash(self._db, seq)
+        return read_event_hash(self._db, seq)
 
     @mapped
     def verify(self, from_seq: int = 0, to_seq: int = 0, head: tuple[int, str] | None = None) -> VerifyReport:
         """Walk the chain from..to (defaults: first event to the head) and stop at the first
         break (§8.3). A kept ``head`` (seq, hash) must be reached and must still match."""
-        return chain.verify(self._db, from_seq, to_seq, head)
+        return verify_chain(self._db, from_seq, to_seq, head)
