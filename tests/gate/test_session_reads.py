@@ -23,7 +23,8 @@ RULES = {"balance": {"side_effect": "read_only", "timeout": "10s"},
 
 
 @pytest.mark.anyio
-async def test_a_run_begun_in_the_open_transaction_is_known_as_a_read_would_find_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_run_begun_in_the_open_transaction_is_known_as_a_read_would_find_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     original = gate_mod.Session._known_run
     checked: list[str] = []
 
@@ -51,7 +52,8 @@ async def test_a_run_begun_in_the_open_transaction_is_known_as_a_read_would_find
 
 
 @pytest.mark.anyio
-async def test_an_allowed_read_costs_thirty_statements_and_an_allowed_payment_three_more(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_an_allowed_read_costs_thirty_statements_and_an_allowed_payment_three_more(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     statements: list[str] = []
     original = store_mod._connect
 
