@@ -3,8 +3,8 @@ itself (exactly once, bounded, under lease renewals), and the record of its outc
 (runtime-core §1.10, §5.1–5.2).
 
 An ``Execution`` belongs to one session's open step. It reaches its session only through the
-session's public methods: ``end``, ``resume_running``, ``check_lease``, ``forget_begun``,
-``step_recorded``, ``step_restored`` and ``mark_lease_lost``.
+session's public methods: ``start_tool``, ``end``, ``resume_running``, ``check_lease``,
+``forget_begun``, ``step_recorded``, ``step_restored`` and ``mark_lease_lost``.
 """
 
 from __future__ import annotations
