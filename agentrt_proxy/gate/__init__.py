@@ -1,23 +1,26 @@
-"""The gate: one tool step per run. The session, approvals and their hash, attempts, the policy and its identity."""
+"""The gate: one tool step per run. The session, approvals and their hash, attempts, argument
+validation, the policy and its identity. The states and their allowed moves are the store's
+(``store/states.py``, next to the compare-and-set that consults them); the names the gate's users
+need are re-exported here. Code outside the package imports these names from here.
+"""
 
+from agentrt_proxy.canonical.clock import Clock, WallClock
 from agentrt_proxy.gate.approvals import (
     approval_hash,
     approve_shown,
     stored_hash,
 )
 from agentrt_proxy.gate.attempts import (
-    OUTCOME_KNOWN,
-    OUTCOME_NONE,
-    OUTCOME_UNKNOWN,
+    INTERRUPTED_SIDE_EFFECT,
+    Attempt,
     LastAttempt,
 )
+from agentrt_proxy.gate.gate import Gate
 from agentrt_proxy.gate.model import (
     ALLOWED,
     DENIED,
     ENDED,
     PENDING,
-    TERMINAL,
-    WAITING,
     Decision,
     Limits,
     Observation,
@@ -25,9 +28,7 @@ from agentrt_proxy.gate.model import (
     proxy_limits,
 )
 from agentrt_proxy.gate.policy import (
-    INTERRUPTED_SIDE_EFFECT,
     REQUIRE_APPROVAL,
-    Attempt,
     OfferedTool,
     PolicyDecision,
     ProxyPolicy,
@@ -37,11 +38,13 @@ from agentrt_proxy.gate.policy import (
     default_policy,
     offered_tools_from_config,
 )
-from agentrt_proxy.gate.session import (
-    Clock,
-    Gate,
-    Session,
-    WallClock,
+from agentrt_proxy.gate.session import Session, SessionEnded
+from agentrt_proxy.store import (
+    OUTCOME_KNOWN,
+    OUTCOME_NONE,
+    OUTCOME_UNKNOWN,
+    TERMINAL,
+    WAITING,
 )
 
 __all__ = [
@@ -68,6 +71,7 @@ __all__ = [
     "ProxyPolicy",
     "RunView",
     "Session",
+    "SessionEnded",
     "SideEffectPolicy",
     "ToolRequest",
     "Verdict",

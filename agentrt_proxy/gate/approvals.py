@@ -9,26 +9,22 @@ operators deciding at once exactly one wins and the other is told it is not pend
 from __future__ import annotations
 
 import hashlib
-import time
 from typing import Any
 
 from agentrt_proxy import canonical
-from agentrt_proxy.gate.model import (
+from agentrt_proxy.canonical.clock import WALL
+from agentrt_proxy.gate.model import expired, fmt, observation_json, observe
+from agentrt_proxy.gate.transitions import expire_approval, finish_run
+from agentrt_proxy.store import (
+    APPROVAL_PENDING,
+    APPROVED,
     CANCELLED,
+    EXPIRED,
     IN_FLIGHT,
+    REJECTED,
     STEP_FAILED,
-    SUMMARY_OPERATOR_CANCEL,
-    SUMMARY_REJECTED,
     TERMINAL,
     WAITING,
-    expire_approval,
-    expired,
-    finish_run,
-    fmt,
-    observation_json,
-    observe,
-)
-from agentrt_proxy.store import (
     Approval,
     ApprovalChanged,
     ApprovalExpired,
@@ -48,6 +44,8 @@ from agentrt_proxy.text.record_text import (
     ERR_NOT_FOUND,
     ERR_NOT_PENDING,
     ERR_NOT_WAITING,
+    SUMMARY_OPERATOR_CANCEL,
+    SUMMARY_REJECTED,
 )
 
 
@@ -75,10 +73,6 @@ def stored_hash(a: Approval) -> str:
         return ""
 
 
-def _wall_now() -> int:
-    return time.time_ns()
-
-
 def _checked_approval(tx: Tx, run_id: str, approval_id: str, shown: str) -> Approval:
     run = tx.run(run_id)
     if run.status != WAITING:
@@ -86,9 +80,9 @@ def _checked_approval(tx: Tx, run_id: str, approval_id: str, shown: str) -> Appr
     a = tx.approval(approval_id)
     if a is None or a.run_id != run_id:
         raise NotFound(ERR_NOT_FOUND.format(id=approval_id, run_id=run_id))
-    if a.status == "expired":
+    if a.status == EXPIRED:
         raise ApprovalExpired(ERR_EXPIRED.format(id=approval_id), approval_id)
-    if a.status != "pending":
+    if a.status != APPROVAL_PENDING:
         raise NotPending(ERR_NOT_PENDING.format(id=approval_id, status=a.status))
     if not shown:
         raise ApprovalChanged(ERR_NO_HASH.format(id=approval_id))
@@ -101,7 +95,7 @@ def _checked_approval(tx: Tx, run_id: str, approval_id: str, shown: str) -> Appr
 
 def _decide(store: Store, run_id: str, approval_id: str, shown: str, by: str, note: str, status: str,
             now_ns: int | None) -> Approval:
-    now = _wall_now() if now_ns is None else now_ns
+    now = WALL.now_ns() if now_ns is None else now_ns
     at = fmt(now)
     expired_now = False
     with store.write() as tx:
@@ -110,12 +104,12 @@ def _decide(store: Store, run_id: str, approval_id: str, shown: str, by: str, no
             expire_approval(tx, a, now)
             expired_now = True
         else:
-            if not tx.update_approval(a.id, expect="pending", expect_hash=a.hash, status=status, decided_at=at,
+            if not tx.update_approval(a.id, expect=APPROVAL_PENDING, expect_hash=a.hash, status=status, decided_at=at,
                                       decided_by=by, note=note):
                 raise NotPending(ERR_NOT_PENDING.format(id=approval_id, status="decided"))
             tx.append(run_id, "", at, "approval.decided",
                       {"approval_id": a.id, "status": status, "by": by, "note": note})
-            if status == "rejected":
+            if status == REJECTED:
                 _reject_run(tx, a, note, at)
     if expired_now:
         # The expiry is committed; the decision is refused.
@@ -133,19 +127,19 @@ def _reject_run(tx: Tx, a: Approval, note: str, at: str) -> None:
 def approve_shown(store: Store, run_id: str, approval_id: str, shown_hash: str, by: str, note: str = "",
                   now_ns: int | None = None) -> Approval:
     """Grant the approval the operator was shown. The run stays WAITING until collected."""
-    return _decide(store, run_id, approval_id, shown_hash, by, note, "approved", now_ns)
+    return _decide(store, run_id, approval_id, shown_hash, by, note, APPROVED, now_ns)
 
 
 def reject_shown(store: Store, run_id: str, approval_id: str, shown_hash: str, by: str, note: str = "",
                  now_ns: int | None = None) -> Approval:
     """Refuse it: the step fails with the note, the run is cancelled (approval_rejected)."""
-    return _decide(store, run_id, approval_id, shown_hash, by, note, "rejected", now_ns)
+    return _decide(store, run_id, approval_id, shown_hash, by, note, REJECTED, now_ns)
 
 
 def cancel(store: Store, run_id: str, by: str, note: str = "", now_ns: int | None = None) -> None:
     """End any non-terminal run (operator_cancelled); needs no lease. In-flight steps fail
     with an ``interrupted`` observation; pending approvals are left as they are."""
-    now = _wall_now() if now_ns is None else now_ns
+    now = WALL.now_ns() if now_ns is None else now_ns
     at = fmt(now)
     with store.write() as tx:
         run = tx.run(run_id)

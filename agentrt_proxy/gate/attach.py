@@ -2,53 +2,69 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from agentrt_proxy import canonical
 from agentrt_proxy.canonical import durations
 from agentrt_proxy.canonical.encoder import go_json
+from agentrt_proxy.config import READ_ONLY
 from agentrt_proxy.gate.approvals import approval_hash, stored_hash
+from agentrt_proxy.gate.attempts import INTERRUPTED_SIDE_EFFECT, last_interrupted_while_executing
 from agentrt_proxy.gate.model import (
-    AWAITING,
-    COMPLETED,
-    DECIDING,
     DENIED,
-    DETAIL_CONFLICT,
     ENDED,
-    EXECUTING,
-    FAILED,
-    INTERRUPTED,
     OPEN,
     PENDING,
-    RESUMABLE,
-    RUNNING,
-    SUMMARY_INTERRUPTED,
-    WAITING,
     Limits,
     Verdict,
-    expire_approval,
     expired,
-    fail_step,
-    finish_run,
     fmt,
     invalid_decision,
     observation_json,
     observe,
 )
-from agentrt_proxy.gate.policy import PolicyDecision, Reconciliation, RunView, ToolRequest
-from agentrt_proxy.store import ApprovalHashError, Run, RunLeased, RunStateError, Step, Tx
+from agentrt_proxy.gate.policy import REQUIRE_APPROVAL, PolicyDecision, Reconciliation, RunView, ToolRequest
+from agentrt_proxy.gate.proposal import Proposal
+from agentrt_proxy.gate.transitions import expire_approval, fail_step, finish_run, pause
+from agentrt_proxy.gate.validation import args_error
+from agentrt_proxy.store import (
+    APPROVAL_PENDING,
+    APPROVED,
+    AWAITING,
+    COMPLETED,
+    DECIDING,
+    EXECUTING,
+    FAILED,
+    RESUMABLE,
+    RUNNING,
+    STEP_INTERRUPTED,
+    WAITING,
+    Approval,
+    ApprovalHashError,
+    Run,
+    RunLeased,
+    RunStateError,
+    Step,
+    Tx,
+)
+from agentrt_proxy.text.record_text import (
+    DETAIL_CONFLICT,
+    DETAIL_SCHEMA,
+    DETAIL_TOOL_UNREGISTERED,
+    DETAIL_UNKNOWN_RECONCILIATION,
+    ERR_APPROVAL_HASH,
+    ERR_NO_AWAITING,
+    ERR_NOT_APPROVED,
+    ERR_TERMINAL,
+    ERR_TOOL_GONE,
+    REASON_INTERRUPTED,
+    SUMMARY_INTERRUPTED,
+)
 from agentrt_proxy.upstream import schema_error
 
-if TYPE_CHECKING:
-    from agentrt_proxy.gate.session import Gate, Session
-
-from agentrt_proxy.text.record_text import DETAIL_NOT_JSON as DETAIL_NOT_JSON
-from agentrt_proxy.text.record_text import DETAIL_SCHEMA as DETAIL_SCHEMA
-from agentrt_proxy.text.record_text import ERR_APPROVAL_HASH as ERR_APPROVAL_HASH
-from agentrt_proxy.text.record_text import ERR_NO_AWAITING as ERR_NO_AWAITING
-from agentrt_proxy.text.record_text import ERR_NOT_APPROVED as ERR_NOT_APPROVED
-from agentrt_proxy.text.record_text import ERR_TERMINAL as ERR_TERMINAL
-from agentrt_proxy.text.record_text import ERR_TOOL_GONE as ERR_TOOL_GONE
+if TYPE_CHECKING:  # types only: gate.py imports this module, and session.py is gate.py's
+    from agentrt_proxy.gate.gate import Gate
+    from agentrt_proxy.gate.session import Session
 
 
 def attach(gate: Gate, run_id: str) -> tuple[Session | None, Verdict]:
@@ -64,8 +80,6 @@ def attach(gate: Gate, run_id: str) -> tuple[Session | None, Verdict]:
 
 
 def _collect(gate: Gate, run: Run) -> tuple[Session | None, Verdict]:
-    from agentrt_proxy.gate.session import _Proposal
-
     limits = Limits.parse(run.limits_json)
     now_ns = gate.clock.now_ns()
     step = next((s for s in reversed(gate.store.steps_of(run.id)) if s.status == AWAITING), None)
@@ -74,11 +88,11 @@ def _collect(gate: Gate, run: Run) -> tuple[Session | None, Verdict]:
     grant = gate.store.latest_approval(run.id, step.id)  # an older grant is spent
     if grant is None:
         raise RunStateError(ERR_NO_AWAITING.format(run_id=run.id))
-    if grant.status == "pending":
+    if grant.status == APPROVAL_PENDING:
         if expired(grant.expires_at, now_ns):
             return None, _expire(gate, grant, now_ns)
         return None, Verdict(PENDING, approval=grant, run=run)
-    if grant.status != "approved":
+    if grant.status != APPROVED:
         raise RunStateError(ERR_NOT_APPROVED.format(id=grant.id, run_id=run.id, status=grant.status))
     if stored_hash(grant) != grant.hash:
         raise ApprovalHashError(ERR_APPROVAL_HASH.format(id=grant.id))
@@ -89,35 +103,30 @@ def _collect(gate: Gate, run: Run) -> tuple[Session | None, Verdict]:
     if limits.grant_ttl and expired(grant.decided_at, now_ns, limits.grant_ttl):
         return None, _expire(gate, grant, now_ns)
     request = ToolRequest(run.id, step.id, spec, recorded.get("args", {}))
-    session = gate._session(run.id, limits)
-    session.current = step
-    session._decided = True
-    mismatch = schema_error(spec.input_schema, request.args)
+    session = gate.open_session(run.id, limits)
+    session.collecting(step)
+    mismatch = args_error(spec, request.args)
     if mismatch:
         return session, _invalid_on_resume(session, step, grant.id, mismatch, now_ns)
     view = RunView(run, [s for s in gate.store.steps_of(run.id) if s.idx < step.idx],
                    gate.store.approvals_of(run.id), step)
     try:
         pd = gate.policy.evaluate(request, view)
-    except Exception as exc:
-        from agentrt_proxy.gate.session import Session
-
-        return session, Session._policy_error(session, step, str(exc), fmt(now_ns))
-    prop = _Proposal(request, pd, view, now_ns, spec.spec_hash(), grant)
+    except Exception as exc:  # a policy error ends the run, never a traceback
+        return session, session.policy_error(step, str(exc), fmt(now_ns))
+    prop = Proposal(request, pd, view, now_ns, spec.spec_hash(), grant)
     verdict = session.dispatch(step, prop, expect_run=WAITING, on_resume=True)
     return (session if verdict.outcome in ("allowed", DENIED) else None), verdict
 
 
-def _expire(gate: Gate, grant: Any, now_ns: int) -> Verdict:
+def _expire(gate: Gate, grant: Approval, now_ns: int) -> Verdict:
     with gate.store.write() as tx:
         expire_approval(tx, grant, now_ns)
     return Verdict(ENDED, approval=gate.store.get_approval(grant.id), run=gate.store.get_run(grant.run_id))
 
 
-def _invalid_on_resume(session: Session, step: Step, approval_id: str, mismatch: str, now_ns: int) -> Verdict:
-    from agentrt_proxy.gate.model import ERR_ARGS_SCHEMA
-
-    obs = invalid_decision(ERR_ARGS_SCHEMA.format(error=mismatch), on_resume=True)
+def _invalid_on_resume(session: Session, step: Step, approval_id: str, error: str, now_ns: int) -> Verdict:
+    obs = invalid_decision(error, on_resume=True)
     at = fmt(now_ns)
     with session.store.write() as tx:
         session.resume_running(tx, at, {"approval_id": approval_id})
@@ -130,8 +139,8 @@ def _invalid_on_resume(session: Session, step: Step, approval_id: str, mismatch:
 
 
 def _take_over(gate: Gate, run: Run) -> tuple[Session | None, Verdict]:
-    wall = durations.wall_ns()
-    if run.id in gate._active:
+    wall = gate.wall.now_ns()
+    if gate.is_active(run.id):
         raise RunLeased(run.id, gate.owner, run.lease_expires_at)
     if _live_lease_of_another(gate, run, wall):
         raise RunLeased(run.id, run.lease_owner, run.lease_expires_at)
@@ -148,7 +157,7 @@ def _take_over(gate: Gate, run: Run) -> tuple[Session | None, Verdict]:
                 "previous_owner": current.lease_owner, "previous_expires_at": current.lease_expires_at,
                 "owner": gate.owner})
         _mark_interrupted(tx, run.id, at)
-    session = gate._session(run.id, Limits.parse(run.limits_json))
+    session = gate.open_session(run.id, Limits.parse(run.limits_json))
     return _reconcile(gate, session, now_ns)
 
 
@@ -164,7 +173,7 @@ def _mark_interrupted(tx: Tx, run_id: str, at: str) -> None:
             continue
         content = {"previous_status": step.status}
         obs = observe("interrupted", content, SUMMARY_INTERRUPTED.format(status=step.status))
-        tx.update_step(step.id, expect=step.status, status=INTERRUPTED, observation_json=observation_json(obs),
+        tx.update_step(step.id, expect=step.status, status=STEP_INTERRUPTED, observation_json=observation_json(obs),
                        observation_hash=obs.content_hash, finished_at=at)
         tx.append(run_id, step.id, at, "step.interrupted", content)
 
@@ -182,23 +191,17 @@ def _reconcile(gate: Gate, session: Session, now_ns: int) -> tuple[Session | Non
         with gate.store.write() as tx:
             finish_run(tx, run.id, expect=RUNNING, owner=gate.owner, status=COMPLETED, reason="goal_completed",
                        detail=rec.detail, at=at, result_json=go_json(rec.result) if rec.result is not None else None)
-        session._end()
+        session.end()
         return None, Verdict(ENDED, run=gate.store.get_run(run.id))
     if rec.action == "waiting" and rec.decision is not None:
         return _pause_interrupted(gate, session, rec, steps, now_ns)
-    return None, _conflict(gate, session, rec.detail or f"unknown reconciliation {rec.action!r}", steps, rec, at)
+    detail = rec.detail or DETAIL_UNKNOWN_RECONCILIATION.format(action=repr(rec.action))
+    return None, _conflict(gate, session, detail, steps, rec, at)
 
 
 def _default_reconcile(gate: Gate, steps: list[Step]) -> Reconciliation:
     """Without a hook: a non-read-only tool cut off while executing waits for an operator."""
-    from agentrt_proxy.config import READ_ONLY
-    from agentrt_proxy.gate.policy import (
-        INTERRUPTED_SIDE_EFFECT,
-        REQUIRE_APPROVAL,
-        _last_interrupted_while_executing,
-    )
-
-    step = _last_interrupted_while_executing(steps)
+    step = last_interrupted_while_executing(steps)
     if step is None:
         return Reconciliation("continue")
     decision = canonical.parse_strict(step.decision_json or "{}")
@@ -207,21 +210,19 @@ def _default_reconcile(gate: Gate, steps: list[Step]) -> Reconciliation:
         return Reconciliation("continue")
     args = decision.get("args", {})
     cap = {"args": args, "tool": decision.get("tool", "")}
-    pd = PolicyDecision(REQUIRE_APPROVAL, "interrupted while executing; outcome unknown", INTERRUPTED_SIDE_EFFECT,
+    pd = PolicyDecision(REQUIRE_APPROVAL, REASON_INTERRUPTED, INTERRUPTED_SIDE_EFFECT,
                         cap, {**cap, "side_effect": spec.side_effect if spec else ""})
     return Reconciliation("waiting", step.id, pd)
 
 
 def _pause_interrupted(gate: Gate, session: Session, rec: Reconciliation, steps: list[Step],
                        now_ns: int) -> tuple[Session | None, Verdict]:
-    from agentrt_proxy.gate.model import pause
-
     step = next(s for s in steps if s.id == rec.step_id)
     decision = canonical.parse_strict(step.decision_json or "{}")
     spec = gate.spec(decision.get("tool", ""))
     at = fmt(now_ns)
     if spec is None:
-        return None, _conflict(gate, session, rec.detail or "the tool is no longer registered", steps, rec, at)
+        return None, _conflict(gate, session, rec.detail or DETAIL_TOOL_UNREGISTERED, steps, rec, at)
     args = decision.get("args", {})
     mismatch = schema_error(spec.input_schema, args)
     if mismatch:
@@ -233,9 +234,9 @@ def _pause_interrupted(gate: Gate, session: Session, rec: Reconciliation, steps:
     with gate.store.write() as tx:
         # A pause written by a reconciliation records no view and no policy identity.
         approval = pause(tx, step, request, pd, h, now_ns, session.limits, expect_run=RUNNING,
-                         expect_step=INTERRUPTED, owner=gate.owner, policy_id="", spec_hash=spec.spec_hash(),
+                         expect_step=STEP_INTERRUPTED, owner=gate.owner, policy_id="", spec_hash=spec.spec_hash(),
                          view=None)
-    session._end()
+    session.end()
     return None, Verdict(PENDING, approval=approval, run=gate.store.get_run(session.run_id))
 
 
@@ -246,8 +247,5 @@ def _conflict(gate: Gate, session: Session, detail: str, steps: list[Step], rec:
     with gate.store.write() as tx:
         finish_run(tx, session.run_id, expect=RUNNING, owner=gate.owner, status=FAILED, reason="reconcile_conflict",
                    detail=DETAIL_CONFLICT.format(n=n, detail=detail), at=at)
-    session._end()
+    session.end()
     return Verdict(ENDED, run=gate.store.get_run(session.run_id))
-
-
-__all__ = ["DETAIL_NOT_JSON", "attach"]

@@ -15,16 +15,43 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentrt_proxy import canonical
-from agentrt_proxy.gate.policy import Attempt
-from agentrt_proxy.store import Approval, Step
+from agentrt_proxy.store import (
+    EXECUTING,
+    OUTCOME_KNOWN,
+    OUTCOME_NONE,
+    OUTCOME_UNKNOWN,
+    STEP_INTERRUPTED,
+    Approval,
+    Step,
+)
 
-OUTCOME_UNSEEN = 0
-OUTCOME_NONE = 1
-OUTCOME_KNOWN = 2
-OUTCOME_UNKNOWN = 3
-
+# The approval kind of a re-run of an attempt whose outcome is unknown (runtime-core §3.1).
 INTERRUPTED_SIDE_EFFECT = "interrupted_side_effect"
 Ended = str  # "cut_off", "timed_out" or "no_answer"
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """An earlier attempt whose outcome is unknown, as an interruption approval names it."""
+
+    run_id: str
+    step_id: str
+    started_at: str
+    ended: Ended
+
+    def tree(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "step_id": self.step_id, "started_at": self.started_at, "ended": self.ended}
+
+    @classmethod
+    def from_tree(cls, value: Any) -> Attempt | None:
+        if not isinstance(value, dict):
+            return None
+        run_id, step_id, started_at, ended = (value.get(k) for k in ("run_id", "step_id", "started_at", "ended"))
+        if not isinstance(run_id, str) or not isinstance(step_id, str):
+            return None
+        if not isinstance(started_at, str) or not isinstance(ended, str):
+            return None
+        return cls(run_id, step_id, started_at, ended)
 
 
 @dataclass(frozen=True)
@@ -116,11 +143,11 @@ def last_attempt(
             continue
         obs = observation(step)
         kind = obs.get("kind")
-        if step.status == "interrupted" or kind == "interrupted":
+        if step.status == STEP_INTERRUPTED or kind == "interrupted":
             content = obs.get("content")
             if not isinstance(content, dict):
                 content = {}
-            cut_while_executing = content.get("previous_status") == "executing" or content.get("failure") == "cancelled"
+            cut_while_executing = content.get("previous_status") == EXECUTING or content.get("failure") == "cancelled"
             if cut_while_executing:
                 return LastAttempt(OUTCOME_UNKNOWN, Attempt(run_id, step.id, step.started_at, "cut_off"), step)
             continue  # cut off before its tool started, or cancelled by an operator: nothing ran
@@ -177,3 +204,19 @@ def result_text(obs: dict[str, Any]) -> str:
     if isinstance(content, str):
         return content
     return canonical.policy_text(content)
+
+
+def last_interrupted_while_executing(steps: list[Step]) -> Step | None:
+    """The last step a takeover found executing (and marked interrupted): its tool may have
+    taken effect (runtime-core §3.7)."""
+    for step in reversed(steps):
+        if step.status != STEP_INTERRUPTED:
+            continue
+        try:
+            obs = json.loads(step.observation_json or "{}")
+        except ValueError:
+            continue
+        content = obs.get("content") if isinstance(obs, dict) else None
+        if isinstance(content, dict) and content.get("previous_status") == EXECUTING:
+            return step
+    return None

@@ -1,9 +1,6 @@
-"""The gate's values and the transitions shared by the gate and the operator.
-
-Decisions, observations, limits and verdicts as the runtime records them
-(runtime-core §1.4, §1.8, §5.4), and the few multi-row transitions (finish a run,
-pause on an approval, expire an approval) that both ``gate.py`` and ``approvals.py``
-write inside one transaction.
+"""The gate's values: decisions, observations, limits and verdicts as the runtime records them
+(runtime-core §1.4, §1.8, §5.4), and the time stamps they carry. The writes that move runs,
+steps and approvals are in ``transitions.py``; their states are the store's (``store/states.py``).
 """
 
 from __future__ import annotations
@@ -14,55 +11,21 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentrt_proxy import canonical
-from agentrt_proxy.canonical import Number, durations
+from agentrt_proxy.canonical import durations
 from agentrt_proxy.canonical.encoder import Raw, go_json
-from agentrt_proxy.gate.policy import PolicyDecision, RunView, ToolRequest
+from agentrt_proxy.gate.policy import ToolRequest
 from agentrt_proxy.mcp import outcomes
-from agentrt_proxy.store import Approval, Run, Step, Tx, new_id
-from agentrt_proxy.text.record_text import DETAIL_CONFLICT as DETAIL_CONFLICT
-from agentrt_proxy.text.record_text import DETAIL_EXPIRED as DETAIL_EXPIRED
-from agentrt_proxy.text.record_text import DETAIL_FAILURES as DETAIL_FAILURES
-from agentrt_proxy.text.record_text import DETAIL_LOOP as DETAIL_LOOP
-from agentrt_proxy.text.record_text import DETAIL_POLICY_ERROR as DETAIL_POLICY_ERROR
-from agentrt_proxy.text.record_text import DETAIL_POLICY_RUN as DETAIL_POLICY_RUN
-from agentrt_proxy.text.record_text import DETAIL_STEP_LIMIT as DETAIL_STEP_LIMIT
-from agentrt_proxy.text.record_text import DETAIL_UNKNOWN_OUTCOME as DETAIL_UNKNOWN_OUTCOME
-from agentrt_proxy.text.record_text import ERR_ARGS_SCHEMA as ERR_ARGS_SCHEMA
-from agentrt_proxy.text.record_text import ERR_ARGS_UNUSABLE as ERR_ARGS_UNUSABLE
-from agentrt_proxy.text.record_text import ERR_NO_ANSWER as ERR_NO_ANSWER
-from agentrt_proxy.text.record_text import ERR_NO_KIND as ERR_NO_KIND
-from agentrt_proxy.text.record_text import ERR_NO_TOOL as ERR_NO_TOOL
-from agentrt_proxy.text.record_text import ERR_RPC as ERR_RPC
-from agentrt_proxy.text.record_text import ERR_UNKNOWN_KIND as ERR_UNKNOWN_KIND
-from agentrt_proxy.text.record_text import ERR_UNKNOWN_ORIGIN as ERR_UNKNOWN_ORIGIN
-from agentrt_proxy.text.record_text import ERR_UNKNOWN_TOOL as ERR_UNKNOWN_TOOL
-from agentrt_proxy.text.record_text import SUMMARY_ABORTED as SUMMARY_ABORTED
-from agentrt_proxy.text.record_text import SUMMARY_ABORTED_RESUME as SUMMARY_ABORTED_RESUME
-from agentrt_proxy.text.record_text import SUMMARY_CANCELLED as SUMMARY_CANCELLED
-from agentrt_proxy.text.record_text import SUMMARY_DENIED as SUMMARY_DENIED
-from agentrt_proxy.text.record_text import SUMMARY_DENIED_RESUME as SUMMARY_DENIED_RESUME
-from agentrt_proxy.text.record_text import SUMMARY_INTERRUPTED as SUMMARY_INTERRUPTED
-from agentrt_proxy.text.record_text import SUMMARY_INVALID as SUMMARY_INVALID
-from agentrt_proxy.text.record_text import SUMMARY_INVALID_CONTENT as SUMMARY_INVALID_CONTENT
-from agentrt_proxy.text.record_text import SUMMARY_INVALID_RESUME as SUMMARY_INVALID_RESUME
-from agentrt_proxy.text.record_text import SUMMARY_OPERATOR_CANCEL as SUMMARY_OPERATOR_CANCEL
-from agentrt_proxy.text.record_text import SUMMARY_PANIC as SUMMARY_PANIC
-from agentrt_proxy.text.record_text import SUMMARY_REJECTED as SUMMARY_REJECTED
-from agentrt_proxy.text.record_text import SUMMARY_TOOL_ERROR as SUMMARY_TOOL_ERROR
-
-# run statuses
-RUNNING = "RUNNING"
-WAITING = "WAITING_FOR_APPROVAL"
-COMPLETED = "COMPLETED"
-FAILED = "FAILED"
-CANCELLED = "CANCELLED"
-TERMINAL = (COMPLETED, FAILED, CANCELLED)
-RESUMABLE = (RUNNING, "INTERRUPTED")
-
-# step statuses
-DECIDING, AWAITING, EXECUTING = "deciding", "awaiting_approval", "executing"
-DONE, STEP_FAILED, INTERRUPTED = "done", "failed", "interrupted"
-IN_FLIGHT = (DECIDING, AWAITING, EXECUTING)
+from agentrt_proxy.store import Approval, Run
+from agentrt_proxy.text.record_text import (
+    ERR_ARGS_UNUSABLE,
+    ERR_NO_ANSWER,
+    ERR_RESULT_UNUSABLE,
+    ERR_RPC,
+    SUMMARY_INVALID,
+    SUMMARY_INVALID_CONTENT,
+    SUMMARY_INVALID_RESUME,
+    SUMMARY_TOOL_ERROR,
+)
 
 # verdict outcomes
 ALLOWED, DENIED, PENDING, ENDED = "allowed", "denied", "pending", "ended"
@@ -161,8 +124,7 @@ def record_decision(d: Decision) -> RecordedDecision:
         except canonical.JSONBoundaryError as exc:
             invalid[name], was_b64 = _invalid_field(raw)
             b64 = b64 or was_b64
-            error = error or (ERR_ARGS_UNUSABLE if name == "args" else "result is not usable JSON: {reason}").format(
-                reason=exc.reason)
+            error = error or (ERR_ARGS_UNUSABLE if name == "args" else ERR_RESULT_UNUSABLE).format(reason=exc.reason)
     if parsed["args"] is not None:
         tree["args"] = Raw(go_json(parsed["args"]))
     if d.reason:
@@ -246,105 +208,12 @@ class Verdict:
     run: Run | None = None
 
 
-# --------------------------------------------------------------------------- shared transitions
+# --------------------------------------------------------------------------- time stamps
 
 
 def fmt(ns: int) -> str:
+    """A time as the runtime stores it (RFC 3339, fraction trimmed)."""
     return durations.format_time(ns)
-
-
-def finish_run(tx: Tx, run_id: str, *, expect: str | tuple[str, ...], status: str, reason: str, detail: str,
-               at: str, owner: str | None = None, result_json: str | None = None, by: str | None = None) -> Run:
-    """Move a run to a terminal status, clear its lease, and write run.finished; the row as
-    the update left it."""
-    values: dict[str, Any] = {
-        "status": status, "reason": reason, "reason_detail": detail, "finished_at": at,
-        "lease_owner": "", "lease_expires_at": "",
-    }
-    if result_json is not None:
-        values["result_json"] = result_json
-    run = tx.update_run_returning(run_id, expect=expect, owner=owner, **values)
-    payload: dict[str, Any] = {"status": status, "reason": reason, "detail": detail, "steps": run.step_count}
-    if by is not None:
-        payload["by"] = by
-    tx.append(run_id, "", at, "run.finished", payload)
-    return run
-
-
-def fail_step(tx: Tx, step: Step, obs: Observation, at: str, *, expect: str | tuple[str, ...],
-              detail: str | None = None) -> None:
-    tx.update_step(step.id, expect=expect, status=STEP_FAILED, observation_json=observation_json(obs),
-                   observation_hash=obs.content_hash, finished_at=at)
-    tx.append(step.run_id, step.id, at, "step.failed",
-              {"detail": obs.summary if detail is None else detail, "observation": obs.kind,
-               "content_hash": obs.content_hash})
-
-
-def view_tree(view: RunView) -> dict[str, Any]:
-    r = view.run
-    return {
-        "status": r.status, "step_count": r.step_count, "model_calls": r.model_calls,
-        "input_tokens": r.input_tokens, "output_tokens": r.output_tokens,
-        "cached_input_tokens": r.cached_input_tokens, "estimated_cost_micros": r.estimated_cost_micros,
-        "active_ms": r.active_ms, "steps": len(view.steps), "approvals": len(view.approvals),
-    }
-
-
-def record_policy(tx: Tx, step: Step, decision: PolicyDecision, at: str, *, policy_id: str, spec_hash: str,
-                  view: RunView | None) -> None:
-    """The step.policy event; the step row's policy columns are set by the caller's CAS."""
-    payload: dict[str, Any] = dict(decision.tree())
-    if policy_id:
-        payload["policy_id"] = policy_id
-    payload["spec_hash"] = spec_hash
-    if view is not None:
-        payload["view"] = view_tree(view)
-    tx.append(step.run_id, step.id, at, "step.policy", payload)
-
-
-def pause(tx: Tx, step: Step, request: ToolRequest, decision: PolicyDecision, hash_: str, now_ns: int,
-          limits: Limits, *, expect_run: str | tuple[str, ...], expect_step: str | tuple[str, ...],
-          owner: str | None, policy_id: str, spec_hash: str, view: RunView | None) -> Approval:
-    """Step → awaiting_approval, run → WAITING (lease released), step.policy, the approval
-    row and approval.requested: one transaction."""
-    at = fmt(now_ns)
-    tx.update_step(step.id, expect=expect_step, status=AWAITING, policy_json=go_json(decision.tree()),
-                   policy_id=policy_id, spec_hash=spec_hash, observation_json="", observation_hash="",
-                   finished_at="")
-    record_policy(tx, step, decision, at, policy_id=policy_id, spec_hash=spec_hash, view=view)
-    approval = Approval(
-        id=new_id(), run_id=step.run_id, step_id=step.id, kind=decision.kind,
-        capability_json=go_json(decision.capability if decision.capability is not None else {}),
-        presentation_json=go_json(decision.presentation if decision.presentation is not None else {}),
-        request_json=go_json(request.tree()), hash=hash_, status="pending", created_at=at,
-        decided_at="", decided_by="", note="",
-        expires_at=fmt(now_ns + limits.approval_ttl) if limits.approval_ttl else "",
-    )
-    tx.insert_approval(approval)
-    tx.append(step.run_id, step.id, at, "approval.requested", {
-        "approval_id": approval.id, "kind": approval.kind, "reason": decision.reason,
-        "capability": Raw(approval.capability_json), "presentation": Raw(approval.presentation_json),
-        "hash": hash_,
-    })
-    tx.update_run(step.run_id, expect=expect_run, owner=owner, status=WAITING, lease_owner="",
-                  lease_expires_at="")
-    return approval
-
-
-def expire_approval(tx: Tx, approval: Approval, now_ns: int) -> None:
-    """An approval (pending or granted) expired: nothing executes; the run is cancelled."""
-    at = fmt(now_ns)
-    if approval.status == "pending":
-        ok = tx.update_approval(approval.id, expect="pending", status="expired", decided_at=at, note="expired")
-    else:
-        ok = tx.update_approval(approval.id, expect=approval.status, status="expired")
-    if not ok:
-        from agentrt_proxy.store import NotPending
-
-        raise NotPending(f"agentrt: approval {approval.id} was decided meanwhile")
-    tx.append(approval.run_id, "", at, "approval.decided", {"approval_id": approval.id, "status": "expired"})
-    finish_run(tx, approval.run_id, expect=WAITING, status=CANCELLED, reason="approval_expired",
-               detail=DETAIL_EXPIRED.format(id=approval.id), at=at)
 
 
 def expired(deadline_text: str, now_ns: int, ttl: int = 0) -> bool:
@@ -352,7 +221,3 @@ def expired(deadline_text: str, now_ns: int, ttl: int = 0) -> bool:
     if not deadline_text:
         return False
     return now_ns > durations.parse_time(deadline_text) + ttl
-
-
-def num(value: int) -> Number:
-    return Number(str(value))

@@ -1,4 +1,4 @@
-"""Side-effect classes, the runtime's default policy, and the proxy's policy.
+"""The policy's outcomes, the runtime's default policy (by side-effect class), and the proxy's policy.
 
 The policy is handed a ``ToolRequest`` and a ``RunView`` and answers a
 ``PolicyDecision``; the gate records it, with the policy's identity, on the step and in
@@ -10,7 +10,6 @@ gate calls when it takes over a run found mid-call.
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -18,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from agentrt_proxy import canonical
 from agentrt_proxy.config import DEFAULT_POLICY, READ_ONLY
-from agentrt_proxy.config import SIDE_EFFECTS as CLASSES
+from agentrt_proxy.gate.attempts import INTERRUPTED_SIDE_EFFECT, Attempt, last_interrupted_while_executing
 from agentrt_proxy.text.record_text import (
     DETAIL_TOOL_GONE,
     HOW_ENDED,
@@ -39,19 +38,11 @@ if TYPE_CHECKING:
     from agentrt_proxy.store import Approval, Run, Step
 
 
-LOCAL_MUTATION = "local_mutation"
-REMOTE_MUTATION = "remote_mutation"
-DESTRUCTIVE = "destructive"
-SIDE_EFFECTS = CLASSES  # the configuration validates against the same four
-
+# the policy's outcomes (runtime-core §2.3; the configuration checks a rule's against its own list)
 ALLOW = "allow"
 REQUIRE_APPROVAL = "require_approval"
 DENY = "deny"
 ABORT = "abort"
-OUTCOMES = (ALLOW, REQUIRE_APPROVAL, DENY, ABORT)
-
-INTERRUPTED_SIDE_EFFECT = "interrupted_side_effect"
-ENDED_KINDS = tuple(HOW_ENDED)
 
 
 def default_policy() -> dict[str, str]:
@@ -103,30 +94,6 @@ class RunView:
     steps: list[Step]
     approvals: list[Approval]
     step: Step | None = None
-
-
-@dataclass(frozen=True)
-class Attempt:
-    """An earlier attempt whose outcome is unknown, as an interruption approval names it."""
-
-    run_id: str
-    step_id: str
-    started_at: str
-    ended: str
-
-    def tree(self) -> dict[str, Any]:
-        return {"run_id": self.run_id, "step_id": self.step_id, "started_at": self.started_at, "ended": self.ended}
-
-    @classmethod
-    def from_tree(cls, value: Any) -> Attempt | None:
-        if not isinstance(value, dict):
-            return None
-        run_id, step_id, started_at, ended = (value.get(k) for k in ("run_id", "step_id", "started_at", "ended"))
-        if not isinstance(run_id, str) or not isinstance(step_id, str):
-            return None
-        if not isinstance(started_at, str) or not isinstance(ended, str):
-            return None
-        return cls(run_id, step_id, started_at, ended)
 
 
 @dataclass(frozen=True)
@@ -304,7 +271,7 @@ class ProxyPolicy:
     def reconcile(self, run: Run, steps: list[Step]) -> Reconciliation:
         """The gate's hook for a run taken over mid-call: a mutating tool cut off while
         executing waits for an operator; anything else continues (the proxy then ends it)."""
-        step = _last_interrupted_while_executing(steps)
+        step = last_interrupted_while_executing(steps)
         if step is None:
             return Reconciliation("continue")
         decision = _parse_or(step.decision_json, {})
@@ -319,16 +286,3 @@ class ProxyPolicy:
         attempt = Attempt(run.id, step.id, step.started_at, "cut_off")
         return Reconciliation("waiting", step.id, self.interruption(tool, args if args is not None else {}, attempt))
 
-
-def _last_interrupted_while_executing(steps: list[Step]) -> Step | None:
-    for step in reversed(steps):
-        if step.status != "interrupted":
-            continue
-        try:
-            obs = json.loads(step.observation_json or "{}")
-        except ValueError:
-            continue
-        content = obs.get("content") if isinstance(obs, dict) else None
-        if isinstance(content, dict) and content.get("previous_status") == "executing":
-            return step
-    return None

@@ -1,54 +1,99 @@
 """The store: the only package that imports sqlite3.
 
 Connection and transactions, rows, schema and migrations, the proxy_calls index, leases, the event
-chain, and the mapping of every sqlite3 error to the store's errors.
+chain, the state table every compare-and-set consults, and the mapping of every sqlite3 error to
+the store's errors. Code outside the package imports these names from here.
 """
 
-from agentrt_proxy.store.index import (
-    OUTCOME_NONE,
-    OUTCOME_UNSEEN,
-    ClaimLost,
-    ProxyCall,
-    RunIdTaken,
-)
-from agentrt_proxy.store.schema import (
-    chain_hash,
-)
-from agentrt_proxy.store.store import (
-    MSG_RUN_STATE,
-    Approval,
+from agentrt_proxy.store.chain import ChainBreak, VerifyReport, chain_hash
+from agentrt_proxy.store.errors import (
     ApprovalChanged,
     ApprovalExpired,
     ApprovalHashError,
-    Event,
+    ClaimLost,
     InsecureMode,
     LeaseLost,
     NotFound,
     NotPending,
-    Run,
+    RunIdTaken,
     RunLeased,
     RunStateError,
-    RunSummary,
     SchemaVersionError,
-    Step,
-    Store,
+    StoreCorrupt,
     StoreError,
+    StoreFull,
+    StoreGone,
+    StoreLocked,
+    StoreReadOnly,
+    StoreUnavailable,
     SymlinkRefused,
-    Tx,
     UnsafeSchema,
     WouldBlock,
-    new_id,
-    new_run_id,
 )
+from agentrt_proxy.store.ids import new_id, new_run_id
+from agentrt_proxy.store.index import ProxyCall
+from agentrt_proxy.store.rows import Approval, Event, Run, RunSummary, Step
+from agentrt_proxy.store.schema import DEFAULT_LEASE_TTL_NS
+from agentrt_proxy.store.states import (
+    APPROVAL_PENDING,
+    APPROVED,
+    AWAITING,
+    CANCELLED,
+    COMPLETED,
+    DECIDING,
+    DONE,
+    EXECUTING,
+    EXPIRED,
+    FAILED,
+    IN_FLIGHT,
+    OUTCOME_KNOWN,
+    OUTCOME_NONE,
+    OUTCOME_UNKNOWN,
+    OUTCOME_UNSEEN,
+    REJECTED,
+    RESUMABLE,
+    RUN_INTERRUPTED,
+    RUNNING,
+    STEP_FAILED,
+    STEP_INTERRUPTED,
+    TERMINAL,
+    WAITING,
+)
+from agentrt_proxy.store.store import Store
+from agentrt_proxy.store.tx import Tx
+from agentrt_proxy.text.record_text import MSG_RUN_STATE
 
 __all__ = [
+    "APPROVAL_PENDING",
+    "APPROVED",
+    "AWAITING",
+    "CANCELLED",
+    "COMPLETED",
+    "DECIDING",
+    "DEFAULT_LEASE_TTL_NS",
+    "DONE",
+    "EXECUTING",
+    "EXPIRED",
+    "FAILED",
+    "IN_FLIGHT",
     "MSG_RUN_STATE",
+    "OUTCOME_KNOWN",
     "OUTCOME_NONE",
+    "OUTCOME_UNKNOWN",
     "OUTCOME_UNSEEN",
+    "REJECTED",
+    "RESUMABLE",
+    "RUNNING",
+    "RUN_INTERRUPTED",
+    "STEP_FAILED",
+    "STEP_INTERRUPTED",
+    "TERMINAL",
+    "WAITING",
     "Approval",
     "ApprovalChanged",
     "ApprovalExpired",
     "ApprovalHashError",
+    "ChainBreak",
     "ClaimLost",
     "Event",
     "InsecureMode",
@@ -64,10 +109,17 @@ __all__ = [
     "SchemaVersionError",
     "Step",
     "Store",
+    "StoreCorrupt",
     "StoreError",
+    "StoreFull",
+    "StoreGone",
+    "StoreLocked",
+    "StoreReadOnly",
+    "StoreUnavailable",
     "SymlinkRefused",
     "Tx",
     "UnsafeSchema",
+    "VerifyReport",
     "WouldBlock",
     "chain_hash",
     "new_id",

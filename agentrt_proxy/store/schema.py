@@ -2,53 +2,37 @@
 
 The runtime's six migrations are the Go ``agentrt`` store's, column for column, so the
 original operator tools read a file this program wrote. The proxy's own index lives
-beside them under migrations of its own (``proxy_schema_migrations``). Only
-``store.py`` calls into this module.
+beside them under migrations of its own (``proxy_schema_migrations``). ``Store``'s openers
+call into this module, on a connection of their own before anyone else uses it.
 """
 
 from __future__ import annotations
 
-import hashlib
 import os
 import sqlite3
 import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from agentrt_proxy.text.record_text import MSG_INDEX_NEWER as MSG_INDEX_NEWER
-from agentrt_proxy.text.record_text import MSG_INSECURE as MSG_INSECURE
-from agentrt_proxy.text.record_text import MSG_MISSING as MSG_MISSING
-from agentrt_proxy.text.record_text import MSG_NOT_REGULAR as MSG_NOT_REGULAR
-from agentrt_proxy.text.record_text import MSG_SCHEMA_NEWER as MSG_SCHEMA_NEWER
-from agentrt_proxy.text.record_text import MSG_SCHEMA_OLDER as MSG_SCHEMA_OLDER
-from agentrt_proxy.text.record_text import MSG_SIDECAR_OWNER as MSG_SIDECAR_OWNER
-from agentrt_proxy.text.record_text import MSG_SYMLINK as MSG_SYMLINK
-from agentrt_proxy.text.record_text import MSG_UNSAFE as MSG_UNSAFE
-
-
-class StoreError(Exception):
-    """Any refusal or failure of the store."""
-
-
-class NotFound(StoreError):
-    pass
-
-
-class SchemaVersionError(StoreError):
-    pass
-
-
-class UnsafeSchema(StoreError):
-    pass
-
-
-class InsecureMode(StoreError):
-    pass
-
-
-class SymlinkRefused(StoreError):
-    pass
-
+from agentrt_proxy.store.chain import chain_hash
+from agentrt_proxy.store.errors import (
+    InsecureMode,
+    SchemaVersionError,
+    StoreError,
+    StoreReadOnly,
+    SymlinkRefused,
+    UnsafeSchema,
+)
+from agentrt_proxy.text.record_text import (
+    MSG_INDEX_NEWER,
+    MSG_INSECURE,
+    MSG_NOT_REGULAR,
+    MSG_SCHEMA_NEWER,
+    MSG_SCHEMA_OLDER,
+    MSG_SIDECAR_OWNER,
+    MSG_SYMLINK,
+    MSG_UNSAFE,
+)
 
 # The runtime's migrations, verbatim in meaning: forward-only, never edited.
 _MIGRATION_1 = """
@@ -155,7 +139,7 @@ ALTER TABLE events ADD COLUMN hash TEXT NOT NULL DEFAULT '';
 
 RUNTIME_VERSION = 6
 PRE_LEASE_OWNER = "agentrt:pre-lease-version"
-DEFAULT_LEASE_TTL_NS = 30_000_000_000
+DEFAULT_LEASE_TTL_NS = 30_000_000_000  # DefaultLeaseTTL (runtime-core §5.1): also a gate's lease_ttl by default
 
 _PROXY_MIGRATION_1 = """
 CREATE TABLE proxy_calls (
@@ -190,15 +174,6 @@ CREATE INDEX IF NOT EXISTS proxy_calls_unresolved
 """
 
 PROXY_VERSION = 2
-
-
-def chain_hash(prev: str, seq: int, run_id: str, step_id: str, at: str, type_: str, payload: str) -> str:
-    """The event's link: SHA-256 over seven netstrings of the stored strings (§8.1)."""
-    buf = []
-    for part in (prev, str(seq), run_id, step_id, at, type_, payload):
-        b = part.encode("utf-8")
-        buf.append(b"%d:%b," % (len(b), b))
-    return hashlib.sha256(b"".join(buf)).hexdigest()  # one update: 21 cost more than the hashing
 
 
 def _backfill_chain(conn: sqlite3.Connection) -> None:
@@ -331,6 +306,8 @@ def create_exclusive(path: str) -> None:
         fd = os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0), 0o600)
     except FileExistsError:
         return
+    except PermissionError as err:  # the directory cannot be written: as SQLite's read-only kinds
+        raise StoreReadOnly(str(err)) from err
     os.close(fd)
 
 

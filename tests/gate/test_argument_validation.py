@@ -1,4 +1,4 @@
-"""Argument validation's choice of draft (``gate_schema``): the compile a tool's load runs once."""
+"""Argument validation's choice of draft (``upstream/validation.py``): the compile a tool's load runs once."""
 
 from __future__ import annotations
 

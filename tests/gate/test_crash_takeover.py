@@ -20,11 +20,9 @@ from tests.gate_fixtures import LIMITS, SECOND, FakeTool, event_types, make_gate
 CHILD = """
 import sys, time, anyio
 from tests.gate_fixtures import LIMITS, make_gate, SECOND
-from agentrt_proxy.gate.session import WallClock
-from agentrt_proxy.gate.model import Decision
-from agentrt_proxy.gate.policy import ProxyPolicy
+from agentrt_proxy.gate import Decision, ProxyPolicy, WallClock
 from tests.gate_fixtures import offered
-from agentrt_proxy.store.store import Store
+from agentrt_proxy.store import Store
 store = Store.open({db!r})
 gate = make_gate(store, WallClock(), ProxyPolicy({{"remote_mutation": "allow"}}, offered(), "p"), lease_ttl=3 * SECOND)
 sess = gate.begin("s.crash", "call bank_pay", LIMITS)

@@ -14,7 +14,6 @@ import pytest
 
 from agentrt_proxy.gate import Gate, ProxyPolicy
 from agentrt_proxy.store import Store, new_id, new_run_id
-from agentrt_proxy.store import store as store_module
 from tests.gate_fixtures import FakeClock, make_gate
 
 HEX32 = re.compile(r"[0-9a-f]{32}")
@@ -72,7 +71,7 @@ def test_two_gates_made_in_the_same_millisecond_have_different_owners(
     store = Store.open(str(tmp_path / "gate.db"))
     try:
         frozen = time.time_ns()
-        monkeypatch.setattr(store_module.time, "time_ns", lambda: frozen)
+        monkeypatch.setattr(time, "time_ns", lambda: frozen)  # the wall clock, everywhere
         first, second = make_gate(store, FakeClock()), make_gate(store, FakeClock())
         policy = ProxyPolicy({}, {}, "agentrt-proxy/sha256:test")
         unnamed = [Gate(store, policy, [], clock=FakeClock()) for _ in range(2)]

@@ -1,6 +1,7 @@
-"""What the gate no longer reads back inside the transaction that begins a run is what a
-read would have found: the run row as begun (and as its first step's claim left it), no
-steps but the open one, no approvals; and the statements an allowed call costs."""
+"""What a session reads: inside the transaction that began its run it reads nothing back, and
+what it uses instead is what a read would have found (the run row as begun, and as its first
+step's claim left it; no steps but the open one; no approvals); and the statements an allowed
+call costs, reads and the state table's checks included (the checks are no SQL)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ RULES = {"balance": {"side_effect": "read_only", "timeout": "10s"},
 
 
 @pytest.mark.anyio
-async def test_the_known_run_is_the_row_a_read_finds(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_run_begun_in_the_open_transaction_is_known_as_a_read_would_find_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     original = gate_mod.Session._known_run
     checked: list[str] = []
 
@@ -50,7 +52,8 @@ async def test_the_known_run_is_the_row_a_read_finds(tmp_path: Path, monkeypatch
 
 
 @pytest.mark.anyio
-async def test_statements_of_an_allowed_call(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_an_allowed_read_costs_thirty_statements_and_an_allowed_payment_three_more(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     statements: list[str] = []
     original = store_mod._connect
 

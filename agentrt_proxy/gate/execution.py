@@ -1,0 +1,177 @@
+"""Executing a session's allowed request: the record that its tool is starting, the call
+itself (exactly once, bounded, under lease renewals), and the record of its outcome
+(runtime-core §1.10, §5.1–5.2).
+
+An ``Execution`` belongs to one session's open step. It reaches its session only through the
+session's public methods: ``start_tool``, ``end``, ``resume_running``, ``check_lease``,
+``forget_begun``, ``step_recorded``, ``step_restored`` and ``mark_lease_lost``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+import anyio
+
+from agentrt_proxy.gate.leases import LeaseRenewals
+from agentrt_proxy.gate.model import (
+    ENDED,
+    EXECUTED,
+    Observation,
+    Verdict,
+    expired,
+    fmt,
+    observation_from_outcome,
+    observe,
+)
+from agentrt_proxy.gate.policy import ToolRequest
+from agentrt_proxy.gate.proposal import Proposal
+from agentrt_proxy.gate.transitions import expire_approval, record_outcome, record_policy_row
+from agentrt_proxy.mcp import outcomes
+from agentrt_proxy.store import AWAITING, DECIDING, EXECUTING, ApprovalExpired, LeaseLost, Step, WouldBlock
+from agentrt_proxy.text.record_text import (
+    DETAIL_PANIC,
+    ERR_EXPIRED,
+    ERR_NO_OUTCOME_WITHIN,
+    SUMMARY_CANCELLED,
+    SUMMARY_PANIC,
+)
+
+if TYPE_CHECKING:  # the session's type only: session.py imports this module
+    from agentrt_proxy.gate.session import Session
+
+RECORD_GRACE_S = 5.0  # a tool is bounded by its spec's timeout plus this, as a safety net
+
+CallTool = Callable[[ToolRequest], Awaitable[outcomes.ToolOutcome]]
+OnRecorded = Callable[[Observation], None]
+
+
+class Execution:
+    def __init__(self, session: Session, step: Step, prop: Proposal) -> None:
+        self.session, self.step, self.prop = session, step, prop
+        self.started = False  # the record that the tool is starting was written
+
+    # the start ----------------------------------------------------------------------
+    def start(self) -> None:
+        """Write step.policy and step.tool_started, after the lease check (and, for a grant,
+        its expiry check: an expired grant is expired, the session ended, and
+        ``ApprovalExpired`` raised)."""
+        session, step, prop = self.session, self.step, self.prop
+        gate = session.gate
+        now_ns = gate.clock.now_ns()
+        now = fmt(now_ns)
+        grant = prop.grant
+        if grant is not None and session.limits.grant_ttl and expired(grant.decided_at, now_ns,
+                                                                       session.limits.grant_ttl):
+            with gate.store.write() as tx:
+                expire_approval(tx, grant, now_ns)
+            session.end()
+            raise ApprovalExpired(ERR_EXPIRED.format(id=grant.id), grant.id)
+        with gate.store.write() as tx:
+            if grant is not None:
+                session.resume_running(tx, now, {"approval_id": grant.id})
+            else:
+                session.check_lease(tx)
+            spec_hash = gate.spec_row(prop.request.spec)[0]
+            record_policy_row(tx, step, prop, policy_id=gate.policy_id, spec_hash=spec_hash,
+                              expect=(DECIDING, AWAITING),
+                              columns={"status": EXECUTING, "started_at": now, "spec_hash": spec_hash})
+            payload: dict[str, Any] = {"tool": prop.request.spec.name, "args": prop.request.args}
+            if grant is not None:
+                payload["approval_id"] = grant.id
+            tx.append(session.run_id, step.id, now, "step.tool_started", payload)
+
+    # the call -----------------------------------------------------------------------
+    async def run(self, call_tool: CallTool, on_recorded: OnRecorded | None) -> Verdict:
+        """Start (unless started), call the tool once, and record its outcome, even if the
+        caller is cancelled meanwhile (the recording is shielded)."""
+        if not self.started:
+            await anyio.to_thread.run_sync(self.session.start_tool)
+        name = self.prop.request.spec.name
+        started = time.monotonic()
+        try:
+            outcome = await self._call_with_heartbeat(call_tool)
+        except anyio.get_cancelled_exc_class():
+            obs = observe("interrupted", {"tool": name, "error": "cancelled", "failure": "cancelled"},
+                          SUMMARY_CANCELLED.format(tool=name, error="cancelled"))
+            with anyio.CancelScope(shield=True):
+                await anyio.to_thread.run_sync(self.record, obs, _ms(started), on_recorded)
+            raise
+        except Exception as exc:  # the caller's tool failed unexpectedly: a recorded failure
+            obs = observe("tool_error", {"tool": name, "error": DETAIL_PANIC.format(error=exc)},
+                          SUMMARY_PANIC.format(tool=name))
+        else:
+            obs = observation_from_outcome(name, outcome)
+        duration_ms = _ms(started)
+        with anyio.CancelScope(shield=True):
+            inline = self._record_inline(obs, duration_ms, on_recorded)
+            verdict: Verdict = inline if inline is not None else await anyio.to_thread.run_sync(
+                self.record, obs, duration_ms, on_recorded)
+        return verdict
+
+    async def _call_with_heartbeat(self, call_tool: CallTool) -> outcomes.ToolOutcome:
+        request, session = self.prop.request, self.session
+        gate = session.gate
+        bound = request.spec.timeout / 1e9 + RECORD_GRACE_S
+        renewals = LeaseRenewals(gate.lease_ttl / 3 / 1e9,
+                                 lambda: gate.store.renew_lease(session.run_id, gate.owner, gate.lease_expiry()),
+                                 session.mark_lease_lost)
+        outcome: outcomes.ToolOutcome
+        try:
+            with anyio.fail_after(bound):
+                outcome = await call_tool(request)
+        except TimeoutError:
+            outcome = outcomes.NoAnswer("timeout", ERR_NO_OUTCOME_WITHIN.format(tool=request.spec.name,
+                                                                               seconds=f"{bound:g}"))
+        finally:
+            await renewals.stop()
+        return outcome
+
+    # the record of the outcome ------------------------------------------------------
+    def _record_inline(self, obs: Observation, duration_ms: int, on_recorded: OnRecorded | None) -> Verdict | None:
+        """``record`` on the event loop when nothing makes it wait (``Store.nowait``; the
+        reason is in docs/decisions/0006), else None: nothing was written, record in a
+        worker thread."""
+        with self.session.store.nowait() as free:
+            if not free:
+                return None
+            try:
+                return self.record(obs, duration_ms, on_recorded)
+            except WouldBlock:
+                return None
+
+    def record(self, obs: Observation, duration_ms: int, on_recorded: OnRecorded | None = None) -> Verdict:
+        """``on_recorded(observation)`` runs inside the recording's transaction, after the
+        gate's own writes: what it writes commits with the outcome or not at all (if it
+        raises, nothing is recorded, the step is still the session's, and this raises)."""
+        session, spec = self.session, self.prop.request.spec
+        gate = session.gate
+        now = fmt(gate.clock.now_ns())
+        terminal_done = not obs.failure and spec.terminal
+        session.forget_begun()
+        with gate.store.write() as tx:
+            try:
+                ended = record_outcome(tx, self.step, obs, tool=spec.name, terminal=spec.terminal,
+                                       duration_ms=duration_ms, owner=gate.owner, at=now)
+            except LeaseLost:
+                session.end()  # someone took the run over: the step is theirs to settle
+                raise
+            # The hook may open the run's next step (the proxy's closing decision).
+            session.step_recorded(ended if terminal_done else None)
+            if on_recorded is not None:
+                try:
+                    on_recorded(obs)
+                except BaseException:
+                    # Nothing is recorded (the transaction rolls back).
+                    session.step_restored(self)
+                    raise
+        if terminal_done:
+            session.end()
+            return Verdict(ENDED, observation=obs, run=session.ended_run)  # the row as committed
+        return Verdict(EXECUTED, observation=obs)
+
+
+def _ms(started: float) -> int:
+    return int((time.monotonic() - started) * 1000)

@@ -1,0 +1,106 @@
+"""The runtime's Gate for one tool step per run (runtime-core §1.5–1.13, §3, §5).
+
+``Gate.begin`` / ``Gate.attach`` open a ``Session`` (``session.py``) on a run under this gate's
+lease. The gate holds what every session shares: the store, the policy and its identity, the
+registered tools and their recorded specs, the two clocks (``clock``, the runtime's Now that
+stamps events and approvals; ``wall``, which alone stamps and judges leases), the lease's owner
+and time to live, and the runs this gate has a session open on.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Callable, Sequence
+
+from agentrt_proxy.canonical.clock import WALL, Clock
+from agentrt_proxy.canonical.encoder import Raw, go_json
+from agentrt_proxy.gate.attach import attach
+from agentrt_proxy.gate.model import Limits, Verdict, fmt
+from agentrt_proxy.gate.policy import Policy, Reconciliation
+from agentrt_proxy.gate.session import Session
+from agentrt_proxy.store import DEFAULT_LEASE_TTL_NS, RUNNING, Run, RunLeased, Step, Store
+from agentrt_proxy.text.record_text import ERR_LIMITS, ERR_TOOL_NAMES, ERR_TOOL_TIMEOUT
+from agentrt_proxy.upstream import ToolSpec
+
+Reconcile = Callable[[Run, list[Step]], Reconciliation]
+
+
+class Gate:
+    def __init__(self, store: Store, policy: Policy, tools: Sequence[ToolSpec], *, clock: Clock | None = None,
+                 reconcile: Reconcile | None = None, lease_ttl: int = DEFAULT_LEASE_TTL_NS,
+                 lease_owner: str = "", wall: Clock | None = None) -> None:
+        names = [t.name for t in tools]
+        if len(set(names)) != len(names) or any(not n for n in names):
+            raise ValueError(ERR_TOOL_NAMES)
+        for t in tools:
+            if t.timeout <= 0:
+                raise ValueError(ERR_TOOL_TIMEOUT.format(name=t.name))
+        self.store = store
+        self.policy = policy
+        self.policy_id = policy.policy_id()
+        self.tools = {t.name: t for t in sorted(tools, key=lambda t: t.name)}
+        self.clock: Clock = clock or WALL
+        self.wall: Clock = wall or WALL
+        self.reconcile = reconcile
+        self.lease_ttl = lease_ttl
+        # Random bits only, never new_id()'s time prefix: two gates made in the same
+        # millisecond (two processes) must not share an owner, or each would renew and
+        # release the other's leases (runtime-core §5.1).
+        self.owner = f"{lease_owner}/{secrets.token_hex(6)}" if lease_owner else secrets.token_hex(16)
+        self._active: set[str] = set()  # runs with a session of this gate open (§5.3's in-process claim)
+        # (hash, recorded JSON) of each tool, computed once: begin and propose write them
+        self._spec_rows = {name: (spec.spec_hash(), go_json(spec.tree())) for name, spec in self.tools.items()}
+
+    # opening sessions ----------------------------------------------------------------
+    def begin(self, run_id: str, goal: str, limits: Limits) -> Session:
+        if min(limits.max_steps, limits.max_consecutive_tool_failures, limits.loop_threshold) <= 0:
+            raise ValueError(ERR_LIMITS)
+        now = fmt(self.clock.now_ns())
+        limits_json, expires = limits.json(), self.lease_expiry()
+        with self.store.write() as tx:
+            tx.insert_run(run_id, goal, limits_json, now, self.owner, expires)
+            tools = [spec_hash for spec_hash, _ in self._spec_rows.values()]
+            for spec_hash, spec_json in self._spec_rows.values():
+                tx.put_spec(spec_hash, spec_json)
+            tx.append(run_id, "", now, "run.created", {"goal": goal, "limits": Raw(limits_json), "tools": tools})
+            tx.append(run_id, "", now, "run.started", None)
+        session = self.open_session(run_id, limits)
+        # The row as insert_run wrote it (every other column takes its default): the
+        # session's next writes in the same transaction use it instead of reading it back.
+        session.began(tx, Run(run_id, goal, RUNNING, "", "", limits_json, 0, now, now, "", "", 0, 0, 0, 0, 0, 0,
+                              self.owner, expires))
+        return session
+
+    def attach(self, run_id: str) -> tuple[Session | None, Verdict]:
+        """Collect a WAITING run's grant, or take over a RUNNING (or INTERRUPTED) one whose
+        lease is free (``attach.py``)."""
+        return attach(self, run_id)
+
+    def open_session(self, run_id: str, limits: Limits) -> Session:
+        """A session on ``run_id``, unless this gate has one open on it already."""
+        if run_id in self._active:
+            raise RunLeased(run_id, self.owner, "")
+        self._active.add(run_id)
+        return Session(self, run_id, limits)
+
+    def session_ended(self, run_id: str) -> None:
+        self._active.discard(run_id)
+
+    def session_resumed(self, run_id: str) -> None:
+        self._active.add(run_id)
+
+    def is_active(self, run_id: str) -> bool:
+        return run_id in self._active
+
+    def lease_expiry(self) -> str:
+        return fmt(self.wall.now_ns() + self.lease_ttl)
+
+    def spec(self, name: str) -> ToolSpec | None:
+        return self.tools.get(name)
+
+    def spec_row(self, spec: ToolSpec) -> tuple[str, str]:
+        """The spec's hash and recorded JSON (cached for the registered specs)."""
+        row = self._spec_rows.get(spec.name)
+        if row is not None and self.tools.get(spec.name) is spec:
+            return row
+        return spec.spec_hash(), go_json(spec.tree())

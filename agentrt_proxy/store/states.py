@@ -1,0 +1,152 @@
+"""The state machine as one table: every state of a run, a step, an approval and a call's
+index row, and every move allowed between them (runtime-core §1.5, §1.6, §3.4–3.7;
+proxy-and-mcp-module §2.4 for the index's outcome).
+
+h11's ``_state.py`` is the model. The table lives with the compare-and-set, in the store (the
+store must not import the gate); the gate re-exports the names it uses. Every status-changing
+write of ``Tx`` and ``CallIndex`` looks its move up here BEFORE its SQL runs: a move the table
+does not hold is a bug, and raises ``agentrt_proxy.errors.IllegalTransition`` at once, naming
+the run and both states, having written nothing. A write that keeps the status (``expect``
+without a new status) must still expect states the table knows.
+
+The check is a dictionary lookup per expected state, never SQL.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from agentrt_proxy.errors import IllegalTransition
+from agentrt_proxy.text.record_text import ERR_ILLEGAL_MOVE
+
+# ----------------------------------------------------------------------------- the states
+
+# what holds a state
+RUN, STEP, APPROVAL, CALL = "run", "step", "approval", "call"
+
+NEW = "(new)"  # no row yet: the move is the row's insertion
+
+# runs.status
+RUNNING = "RUNNING"
+WAITING = "WAITING_FOR_APPROVAL"
+COMPLETED = "COMPLETED"
+FAILED = "FAILED"
+CANCELLED = "CANCELLED"
+RUN_INTERRUPTED = "INTERRUPTED"  # never written: a crashed run stays RUNNING; accepted like RUNNING
+TERMINAL = (COMPLETED, FAILED, CANCELLED)
+RESUMABLE = (RUNNING, RUN_INTERRUPTED)
+
+# steps.status
+DECIDING = "deciding"
+AWAITING = "awaiting_approval"
+EXECUTING = "executing"
+DONE = "done"
+STEP_FAILED = "failed"
+STEP_INTERRUPTED = "interrupted"
+IN_FLIGHT = (DECIDING, AWAITING, EXECUTING)
+
+# approvals.status
+APPROVAL_PENDING = "pending"
+APPROVED = "approved"
+REJECTED = "rejected"
+EXPIRED = "expired"
+
+# proxy_calls.outcome: what the row's run came to (0 until the call settles it)
+OUTCOME_UNSEEN = 0
+OUTCOME_NONE = 1  # nothing ran
+OUTCOME_KNOWN = 2  # the tool ran and its outcome is recorded
+OUTCOME_UNKNOWN = 3  # the tool may have taken effect: cut off, timed out, no answer
+
+# ----------------------------------------------------------------------------- the moves
+
+# (what, from, to, why): one row per allowed move.
+MOVES: tuple[tuple[str, str | int, str | int, str], ...] = (
+    (RUN, NEW, RUNNING, "Gate.begin"),
+    (RUN, RUNNING, RUNNING, "takeover of a run whose lease expired or was never taken"),
+    (RUN, RUNNING, WAITING, "require_approval; an interrupted side effect; reconciliation 'waiting'"),
+    (RUN, RUNNING, COMPLETED, "a complete decision; a terminal tool succeeded; reconciliation 'completed'"),
+    (RUN, RUNNING, FAILED, "a fail decision; a limit; a loop; abort; a policy error; a reconcile conflict"),
+    (RUN, RUNNING, CANCELLED, "the operator's cancel"),
+    (RUN, WAITING, RUNNING, "collecting a grant: the tool starts, or the step ends denied or invalid"),
+    (RUN, WAITING, WAITING, "the policy asks for a different approval at collection: pause again"),
+    (RUN, WAITING, FAILED, "a policy error at collection"),
+    (RUN, WAITING, CANCELLED, "reject; the pending approval or the grant expired; the operator's cancel"),
+    (RUN, RUN_INTERRUPTED, RUNNING, "takeover"),
+    (RUN, RUN_INTERRUPTED, CANCELLED, "the operator's cancel"),
+    (STEP, NEW, DECIDING, "Session.step claims the run's next index"),
+    (STEP, DECIDING, DONE, "a complete or fail decision (the run ends with it)"),
+    (STEP, DECIDING, STEP_FAILED, "an invalid decision; deny; abort; a policy error; the operator's cancel"),
+    (STEP, DECIDING, AWAITING, "require_approval"),
+    (STEP, DECIDING, EXECUTING, "an allowed request's tool starts"),
+    (STEP, DECIDING, STEP_INTERRUPTED, "takeover"),
+    (STEP, AWAITING, EXECUTING, "a collected grant's tool starts"),
+    (STEP, AWAITING, AWAITING, "the policy asks for a different approval at collection"),
+    (STEP, AWAITING, STEP_FAILED, "reject; denied or invalid at collection; a policy error; cancel"),
+    (STEP, EXECUTING, DONE, "the tool's result is recorded"),
+    (STEP, EXECUTING, STEP_FAILED, "the tool's error, timeout, refused content or cancellation; cancel"),
+    (STEP, EXECUTING, STEP_INTERRUPTED, "takeover"),
+    (STEP, STEP_INTERRUPTED, AWAITING, "the interrupted side effect's pause"),
+    (APPROVAL, NEW, APPROVAL_PENDING, "a pause"),
+    (APPROVAL, APPROVAL_PENDING, APPROVED, "the operator approves the hash shown"),
+    (APPROVAL, APPROVAL_PENDING, REJECTED, "the operator rejects the hash shown"),
+    (APPROVAL, APPROVAL_PENDING, EXPIRED, "approval_ttl passed before a decision"),
+    (APPROVAL, APPROVED, EXPIRED, "grant_ttl passed before the grant was acted on"),
+    (CALL, NEW, OUTCOME_UNSEEN, "CallIndex.claim"),
+    (CALL, OUTCOME_UNSEEN, OUTCOME_NONE, "settled: nothing ran (or its run never began)"),
+    (CALL, OUTCOME_UNSEEN, OUTCOME_KNOWN, "settled: the outcome is recorded"),
+    (CALL, OUTCOME_UNSEEN, OUTCOME_UNKNOWN, "settled: the outcome is unknown"),
+    (CALL, OUTCOME_NONE, OUTCOME_UNSEEN, "unsettled: its run moved again"),
+    (CALL, OUTCOME_KNOWN, OUTCOME_UNSEEN, "unsettled: its run moved again"),
+    (CALL, OUTCOME_UNKNOWN, OUTCOME_UNSEEN, "unsettled: its run moved again"),
+)
+
+# A state with nowhere to go is still a state (a write may keep it).
+_ENDS: tuple[tuple[str, str | int], ...] = (
+    (RUN, COMPLETED), (RUN, FAILED), (RUN, CANCELLED),
+    (STEP, DONE), (STEP, STEP_FAILED),
+    (APPROVAL, REJECTED), (APPROVAL, EXPIRED),
+)
+
+
+def _table(moves: Iterable[tuple[str, str | int, str | int, str]],
+           ends: Iterable[tuple[str, str | int]]) -> dict[str, dict[str | int, frozenset[str | int]]]:
+    table: dict[str, dict[str | int, set[str | int]]] = {}
+    for what, state in ends:
+        table.setdefault(what, {}).setdefault(state, set())
+    for what, before, after, _why in moves:
+        table.setdefault(what, {}).setdefault(before, set()).add(after)
+    return {what: {state: frozenset(to) for state, to in by_state.items()} for what, by_state in table.items()}
+
+
+# what → from state → the states it may move to
+ALLOWED: Mapping[str, Mapping[str | int, frozenset[str | int]]] = _table(MOVES, _ENDS)
+
+
+def states_of(what: str) -> frozenset[str | int]:
+    """Every state a row of ``what`` can be in (``NEW`` is not one: it is no row)."""
+    table = ALLOWED[what]
+    return frozenset(s for s in (*table, *(t for targets in table.values() for t in targets)) if s != NEW)
+
+
+def illegal_move(what: str, expect: Iterable[str | int], new: str | int | None) -> tuple[str | int, str | int] | None:
+    """The first (from, to) of a write expecting one of ``expect`` and setting ``new`` (None:
+    the status is kept) that the table does not allow; None when every one is allowed."""
+    table = ALLOWED[what]
+    for state in expect:
+        targets = table.get(state) if state != NEW else None
+        if targets is None:
+            return state, state if new is None else new
+        if new is not None and new not in targets:
+            return state, new
+    return None
+
+
+def born_illegal(what: str, first: str | int) -> bool:
+    """Whether a new row of ``what`` may not start in ``first``."""
+    return first not in ALLOWED[what].get(NEW, frozenset())
+
+
+def transition_error(run_id: str, subject: str, move: tuple[str | int, str | int]) -> IllegalTransition:
+    """The bug an illegal ``move`` of ``subject`` ("run", "step <id>", …) in ``run_id`` is."""
+    return IllegalTransition(ERR_ILLEGAL_MOVE.format(run_id=run_id, what=subject, from_state=move[0],
+                                                     to_state=move[1]))

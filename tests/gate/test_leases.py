@@ -1,0 +1,65 @@
+"""A run's lease is stamped and judged by the gate's wall clock alone (runtime-core §5.1–5.3),
+which a test moves by hand: no tool starts once the lease has passed, and another gate takes the
+run over only then."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import anyio
+import pytest
+
+from agentrt_proxy.gate import Decision, Gate, ProxyPolicy, Session, SessionEnded
+from agentrt_proxy.store import LeaseLost, RunLeased, Store
+from tests.gate_fixtures import LIMITS, SECOND, FakeClock, FakeTool, event_types, offered, specs
+
+TTL = 3 * SECOND
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    s = Store.open(str(tmp_path / "leases.db"))
+    yield s
+    s.close()
+
+
+def gate_on(store: Store, wall: FakeClock) -> Gate:
+    policy = ProxyPolicy({"remote_mutation": "allow"}, offered(), "p")
+    return Gate(store, policy, specs(), clock=FakeClock(), reconcile=policy.reconcile, lease_ttl=TTL,
+                lease_owner="agentrt-proxy:test", wall=wall)
+
+
+def allowed_payment(gate: Gate) -> Session:
+    sess = gate.begin("s.1", "call bank_pay", LIMITS)
+    sess.step()
+    verdict = sess.propose(Decision("tool_call", "bank_pay", '{"to":"bob","amount":1}', origin="model"))
+    assert verdict.outcome == "allowed"
+    return sess
+
+
+def test_no_tool_starts_once_the_wall_clock_has_passed_the_lease_and_the_session_ends(store: Store) -> None:
+    wall = FakeClock()
+    sess = allowed_payment(gate_on(store, wall))
+    wall.advance(TTL)  # the expiry itself: no longer valid (valid while wall < expiry)
+    tool = FakeTool()
+    with pytest.raises(LeaseLost, match="expired"):
+        anyio.run(sess.execute, tool)
+    assert tool.calls == []
+    assert "step.tool_started" not in event_types(store, "s.1")
+    with pytest.raises(SessionEnded):
+        sess.step()
+
+
+def test_another_gate_takes_a_run_over_only_once_its_lease_has_passed_by_the_wall_clock(store: Store) -> None:
+    wall = FakeClock()
+    allowed_payment(gate_on(store, wall))  # then abandoned, its lease never renewed
+    other = gate_on(store, wall)
+    wall.advance(TTL - 1)
+    with pytest.raises(RunLeased):
+        other.attach("s.1")
+    wall.advance(1)
+    sess, verdict = other.attach("s.1")
+    assert verdict.outcome == "" and sess is not None  # cut off while deciding: nothing ran, it goes on
+    assert event_types(store, "s.1")[-3:] == ["lease.taken_over", "step.interrupted", "run.resumed"]
+    assert store.get_run("s.1").lease_owner == other.owner
