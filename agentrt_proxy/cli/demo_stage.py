@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agentrt_proxy.errors import AgentrtError
+
 STOP_GRACE_SECONDS = 15
 SEEN_WIDTH = 120
 
@@ -28,7 +30,7 @@ _FAKEBANK_CODE = (
 )
 
 
-class DemoFailure(Exception):
+class DemoFailure(AgentrtError):
     """A step did not behave as narrated: the message says which, and what came back."""
 
 

@@ -13,7 +13,6 @@ A decision is bound to the hash of the approval row that was printed: the store'
 from __future__ import annotations
 
 import os
-import sqlite3
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -25,6 +24,7 @@ from agentrt_proxy.cli import flags
 from agentrt_proxy.cli import operator_views as views
 from agentrt_proxy.cli.flags import Flags, UsageError
 from agentrt_proxy.config import ConfigError, check_database_file, load_config
+from agentrt_proxy.errors import AgentrtError
 from agentrt_proxy.gate import approvals
 from agentrt_proxy.store import (
     Approval,
@@ -37,6 +37,8 @@ from agentrt_proxy.store import (
     SchemaVersionError,
     Store,
     StoreError,
+    StoreLocked,
+    StoreUnavailable,
 )
 from agentrt_proxy.text import escaping, operator_text
 from agentrt_proxy.text.cli_text import program_invocation
@@ -48,8 +50,9 @@ EVENTS_PAGE = 500
 JSON_EVENTS = 1000
 
 
-class OperatorError(Exception):
-    """A refusal the operator reads as one line; exit 1."""
+class OperatorError(AgentrtError):
+    """A refusal the operator reads as one line; exit 1 (the cause, when there is one, is a
+    configuration or store error this wraps with the words the operator should read)."""
 
 
 # --------------------------------------------------------------------------- arguments
@@ -115,9 +118,9 @@ def _describe_open_failure(path: str, err: BaseException) -> str:
         return operator_text.OP_DB_MISSING.format(path=path)
     if isinstance(err, SchemaVersionError):
         return operator_text.OP_DB_SCHEMA.format(path=path, detail=detail)
-    if isinstance(err, sqlite3.OperationalError) and "locked" in detail:
+    if isinstance(err, StoreLocked):
         return operator_text.OP_DB_LOCKED.format(path=path, wait=BUSY_WAIT)
-    if isinstance(err, sqlite3.Error):
+    if isinstance(err, StoreUnavailable):
         return operator_text.OP_DB_UNREADABLE.format(path=path, detail=detail)
     return operator_text.OP_DB_REFUSED.format(path=path, detail=detail)
 
@@ -129,7 +132,7 @@ def _opened(path: str, *, writer: bool) -> Iterator[Store]:
     try:
         check_database_file(path)
         store = Store.open_existing(path) if writer else Store.open_readonly(path)
-    except (ConfigError, StoreError, sqlite3.Error) as err:
+    except (ConfigError, StoreError) as err:
         raise OperatorError(_describe_open_failure(path, err)) from None
     try:
         yield store
@@ -146,7 +149,7 @@ def _guarded(command: str, source: Source, body: Callable[[str], int]) -> int:
         return body(path)
     except OperatorError as err:
         sys.stderr.write(operator_text.operator_command_error(command, str(err)))
-    except (sqlite3.Error, StoreError, ConfigError) as err:
+    except (StoreError, ConfigError) as err:
         sys.stderr.write(operator_text.operator_command_error(command, _describe_open_failure(path, err)))
     return 1
 

@@ -9,7 +9,6 @@ usage errors.
 
 from __future__ import annotations
 
-import sqlite3
 import sys
 from collections.abc import Callable
 from typing import Any, TextIO
@@ -110,7 +109,7 @@ def command(
     try:
         config = load_config(path)
         reports = anyio.run(recheck, config, options, err_out.write, opener)
-    except (ConfigError, OpenError, StoreError, OSError, sqlite3.Error) as err:
+    except (ConfigError, OpenError, StoreError, OSError) as err:
         return _fail(err, err_out)
     except Exception as err:  # never a traceback: one line naming what failed
         return _fail(err, err_out)

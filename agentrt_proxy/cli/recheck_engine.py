@@ -9,7 +9,6 @@ event. The database is read only; nothing is written and no clock is read.
 
 from __future__ import annotations
 
-import sqlite3
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
@@ -25,6 +24,7 @@ from agentrt_proxy.cli.recheck_report import (
     Report,
 )
 from agentrt_proxy.config import Config
+from agentrt_proxy.errors import AgentrtError
 from agentrt_proxy.gate import (
     INTERRUPTED_SIDE_EFFECT,
     REQUIRE_APPROVAL,
@@ -36,7 +36,7 @@ from agentrt_proxy.gate import (
     ToolRequest,
     approval_hash,
 )
-from agentrt_proxy.store import Approval, Event, NotFound, Run, Step, Store, StoreError
+from agentrt_proxy.store import Approval, Event, NotFound, Run, Step, Store, StoreError, StoreUnavailable
 from agentrt_proxy.text import operator_text
 from agentrt_proxy.upstream import ToolSpec, schema_error
 
@@ -71,8 +71,8 @@ class Options:
     current_tools: bool = False
 
 
-class Unrecheckable(Exception):
-    """One evaluation cannot be rebuilt; the message is its detail."""
+class Unrecheckable(AgentrtError):
+    """One evaluation cannot be rebuilt from what the database recorded; the message is its detail."""
 
 
 # ============================================================================ one run
@@ -462,7 +462,7 @@ def _recorded_invalid(ev: Evaluation, reason: str) -> None:
 def run_ids(store: Store, session: str, limit: int) -> list[str]:
     try:
         found = store.index.run_ids(session, limit)
-    except sqlite3.Error as err:
+    except StoreUnavailable as err:
         raise StoreError(operator_text.RECHECK_NO_INDEX.format(error=err)) from None
     return list(dict.fromkeys(found))
 
