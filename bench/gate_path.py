@@ -46,7 +46,7 @@ def main(argv: list[str]) -> int:
     from agentrt_proxy.mcp.outcomes import Result
     from agentrt_proxy.mcp.server import CallContext
     from agentrt_proxy.proxy.runtime import open_runtime
-    from agentrt_proxy.store import store as store_module
+    from agentrt_proxy.store import connection as store_connection
     from agentrt_proxy.upstream import pin_server, write_manifest
 
     sql_ns: list[int] = [0]
@@ -80,7 +80,7 @@ def main(argv: list[str]) -> int:
         shim = type(sys)("sqlite3_timed")
         shim.__dict__.update(sqlite3.__dict__)
         shim.connect = connect  # type: ignore[attr-defined]
-        store_module.sqlite3 = shim  # type: ignore[attr-defined]
+        store_connection.sqlite3 = shim  # type: ignore[attr-defined]
 
     directory = Path(opts["-db"]) if "-db" in opts else Path(tempfile.mkdtemp(prefix="gate-path-"))
     directory.mkdir(parents=True, exist_ok=True)

@@ -108,7 +108,6 @@ class Session:
         self._execution = None
         self.gate.session_ended(self.run_id)
 
-    _end = end  # the name proxy/calls.py calls it by
 
     def close(self) -> None:
         """Release the lease (CAS on the owner) and end the session."""

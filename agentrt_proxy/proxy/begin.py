@@ -172,4 +172,4 @@ class Beginning:
 def _discard(session: Session | None) -> None:
     """Forget a session whose writes were rolled back (no write of its own)."""
     if session is not None:
-        session._end()
+        session.end()

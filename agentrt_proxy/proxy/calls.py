@@ -19,7 +19,6 @@ from typing import Any
 import anyio
 
 from agentrt_proxy import canonical
-from agentrt_proxy.canonical.durations import wall_ns
 from agentrt_proxy.gate import Limits
 from agentrt_proxy.mcp import CallContext
 from agentrt_proxy.proxy import answers, rules
@@ -130,7 +129,7 @@ class CallRules:
         facts = self.facts[tool.name]
         outcome, _ = self.parts.policy.decide(self.parts.policy.tools[tool.name])
         now = self.parts.clock.now_ns()
-        call = rules.CallFacts(facts, key, outcome, now, wall_ns())
+        call = rules.CallFacts(facts, key, outcome, now, self.parts.gate.wall.now_ns())  # leases: the gate's wall clock
         reader = CallReader(self.store, self.parts.clock, self.parts.settings.session, tool.name, key, now,
                             tool.repeat_window)
         view = CallView()
