@@ -12,6 +12,8 @@ import re
 import time
 from datetime import datetime, timezone
 
+from agentrt_proxy.errors import InvalidValue
+
 NANOSECOND = 1
 MICROSECOND = 1_000
 MILLISECOND = 1_000_000
@@ -33,8 +35,8 @@ _PART = re.compile(r"(\d*)(?:\.(\d*))?([^\d.]*)")
 _MAX = (1 << 63) - 1
 
 
-class DurationError(ValueError):
-    pass
+class DurationError(InvalidValue):
+    """A duration that is not one Go's ``time.ParseDuration`` reads; the message is Go's."""
 
 
 def parse_go(text: str) -> int:

@@ -17,6 +17,8 @@ import json
 import re
 from decimal import Decimal, InvalidOperation
 
+from agentrt_proxy.errors import InvalidValue
+
 __all__ = [
     "SchemaFormError",
     "canonical_schema",
@@ -27,7 +29,7 @@ __all__ = [
 ]
 
 
-class SchemaFormError(ValueError):
+class SchemaFormError(InvalidValue):
     """The raw text is not one JSON value."""
 
 

@@ -22,6 +22,8 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from agentrt_proxy.errors import InvalidValue
+
 MAX_DEPTH = 256
 MAX_NUMBER_LENGTH = 10_000
 MAX_EXPONENT = 10_000
@@ -35,7 +37,7 @@ _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _encode_string = json.encoder.encode_basestring
 
 
-class JSONBoundaryError(ValueError):
+class JSONBoundaryError(InvalidValue):
     """JSON the runtime refuses where it enters; ``reason`` is the original's wording."""
 
     def __init__(self, reason: str) -> None:
@@ -277,7 +279,7 @@ class _DuplicateFinder:
                 return
 
 
-class _Found(Exception):
+class _Found(Exception):  # not an error: it ends the walk early and run catches it, so outside the tree
     def __init__(self, key: str) -> None:
         self.key = key
 

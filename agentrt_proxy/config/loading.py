@@ -21,6 +21,7 @@ from typing import Any, NoReturn
 from agentrt_proxy import canonical
 from agentrt_proxy.canonical import JSONBoundaryError, Number
 from agentrt_proxy.canonical.durations import HOUR, MINUTE, SECOND, DurationError, format_go, parse_go
+from agentrt_proxy.errors import ConfigurationError
 
 # The side-effect classes, in order of what a call can do; READ_ONLY is the one that changes nothing.
 READ_ONLY = "read_only"
@@ -47,7 +48,7 @@ TOOL_NAME_PATTERN = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 
 
-class ConfigError(Exception):
+class ConfigError(ConfigurationError):
     """A configuration the proxy refuses; the message names the file and the field."""
 
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 # and the protocol code: ``serve`` starts the stdio servers before importing them (0007).
 _WHERE = {
     "client": ("Connection", "ListedTool", "ProgressCallback", "open_connection"),
-    "errors": ("ConfigError", "ConnectError", "McpError", "escape", "go_quote"),
+    "errors": ("ServerSpecError", "ConnectError", "McpError", "escape", "go_quote"),
     "framing": ("LineBuffer",),
     "jsonrpc": ("RawJSON",),
     "results": ("INPUT_REQUIRED", "InputRequired", "cap_text", "map_result", "mapped_text"),
@@ -31,7 +31,7 @@ _MODULE_OF = {name: module for module, names in _WHERE.items() for name in names
 
 if TYPE_CHECKING:
     from .client import Connection, ListedTool, ProgressCallback, open_connection
-    from .errors import ConfigError, ConnectError, McpError, escape, go_quote
+    from .errors import ConnectError, McpError, ServerSpecError, escape, go_quote
     from .framing import LineBuffer
     from .jsonrpc import RawJSON
     from .results import INPUT_REQUIRED, InputRequired, cap_text, map_result, mapped_text
@@ -79,7 +79,6 @@ __all__ = [
     "STDERR_TAIL_BYTES",
     "SUPPORTED_PROTOCOL_VERSIONS",
     "CallContext",
-    "ConfigError",
     "ConnectError",
     "Connection",
     "InputRequired",
@@ -92,6 +91,7 @@ __all__ = [
     "SSEParser",
     "ServerSession",
     "ServerSpec",
+    "ServerSpecError",
     "ToolHandler",
     "cap_text",
     "child_env",

@@ -347,7 +347,7 @@ async def open_connection(
 ) -> AsyncIterator[Connection]:
     """Connect, initialize and list every tool within ``timeout_ns`` (default: the spec's).
 
-    Raises ``ConfigError`` for a bad entry and ``ConnectError`` naming the server and
+    Raises ``ServerSpecError`` for a bad entry and ``ConnectError`` naming the server and
     the phase (``connect`` or ``list tools``) otherwise. The connection is closed on
     leaving the block.
     """

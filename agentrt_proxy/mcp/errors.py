@@ -2,27 +2,34 @@
 
 from __future__ import annotations
 
-__all__ = ["ConfigError", "ConnectError", "McpError", "SessionClosed", "TransportError", "escape", "go_quote"]
+from agentrt_proxy.errors import ConfigurationError, UpstreamDropped, UpstreamError, UpstreamNotSent
+
+__all__ = ["ConnectError", "McpError", "ServerSpecError", "SessionClosed", "TransportError", "escape", "go_quote"]
 
 
-class McpError(Exception):
+class McpError(UpstreamError):
     """An upstream failure; ``str()`` is the complete operator-facing sentence."""
 
 
-class ConfigError(McpError):
-    """A server entry that cannot be used (malformed env, both command and endpoint…)."""
+class ServerSpecError(ConfigurationError):
+    """A server entry that cannot be used (malformed env, both command and endpoint…): the
+    configuration's fault, found before anything starts."""
 
 
-class ConnectError(McpError):
-    """Connecting, the handshake or the first listing failed (names server and phase)."""
+class ConnectError(McpError, UpstreamNotSent):
+    """Connecting, the handshake or the first listing failed (names server and phase): no tool
+    call was sent on the connection, so nothing can have executed."""
 
 
-class TransportError(Exception):
-    """A transport-level failure; the session wraps it into a sentence naming the server."""
+class TransportError(UpstreamError):
+    """A transport-level failure; the session wraps it into a sentence naming the server. Its kind
+    is the client's to judge (a failed call without an answer is recorded as a protocol failure),
+    except for ``SessionClosed``."""
 
 
-class SessionClosed(TransportError):
-    """The session is gone for good (process exited, HTTP session expired)."""
+class SessionClosed(TransportError, UpstreamDropped):
+    """The session is gone for good (process exited, HTTP session expired): a request written
+    before it ended has an unknown outcome."""
 
 
 _SIMPLE = {"\a": "\\a", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\v": "\\v"}

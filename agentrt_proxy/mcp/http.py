@@ -29,6 +29,8 @@ import anyio
 import anyio.from_thread
 import anyio.to_thread
 
+from agentrt_proxy.errors import UpstreamProtocolError
+
 from .errors import SessionClosed, TransportError, escape
 from .spans import top_level_id
 from .spec import MAX_RESPONSE_BODY_BYTES
@@ -51,8 +53,8 @@ class _StreamEnd:
         self.last_event_id, self.retry_ms = last_event_id, retry_ms
 
 
-class _BodyTooLarge(TransportError):
-    pass
+class _BodyTooLarge(TransportError, UpstreamProtocolError):
+    """The server's answer is longer than the body limit: it broke what this client accepts."""
 
 
 class HTTPTransport:

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 import anyio
 import anyio.abc
 
+from agentrt_proxy.errors import AgentrtError
 from agentrt_proxy.mcp import jsonrpc
 
 from .framing import LineBuffer
@@ -107,8 +108,10 @@ class ToolHandler(Protocol):
         ...
 
 
-class JsonRpcError(Exception):
-    """Raise from a handler (or inside the session) to answer with a JSON-RPC error."""
+class JsonRpcError(AgentrtError):
+    """Raise from a handler (or inside the session) to answer with a JSON-RPC error. Whose fault
+    it is the code says (-32602: the host's request; -32603: the proxy's own state), so it sits
+    at the root of the tree rather than under one branch."""
 
     def __init__(self, code: int, message: str, data: Any = None) -> None:
         super().__init__(message)

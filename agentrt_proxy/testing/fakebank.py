@@ -16,6 +16,7 @@ from typing import Any
 
 import anyio
 
+from agentrt_proxy.errors import InvalidValue
 from agentrt_proxy.mcp.jsonrpc import INVALID_PARAMS
 from agentrt_proxy.mcp.server import CallContext, JsonRpcError, ServerSession
 from agentrt_proxy.mcp.stdio_streams import open_stdio
@@ -45,8 +46,8 @@ def _text(text: str, *, is_error: bool = False) -> dict[str, Any]:
     return result
 
 
-class _InvalidArguments(Exception):
-    pass
+class _InvalidArguments(InvalidValue):
+    """Arguments the fake bank refuses, as an SDK server's validation would."""
 
 
 def _check(args: Any, schema: dict[str, Any]) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from typing import Any
 from agentrt_proxy import canonical
 from agentrt_proxy.canonical import JSONBoundaryError, Number, schema_form
 from agentrt_proxy.config import ConfigError, read_owned
+from agentrt_proxy.errors import ConfigurationError
 from agentrt_proxy.text import escaping
 from agentrt_proxy.upstream.registry import (
     Manifest,
@@ -24,7 +25,7 @@ from agentrt_proxy.upstream.registry import (
 
 _HTML_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"}
 
-class ManifestError(Exception):
+class ManifestError(ConfigurationError):
     """A manifest that cannot be read or used; the message names the file."""
 
 

@@ -24,6 +24,7 @@ from agentrt_proxy import canonical
 from agentrt_proxy.canonical import JSONBoundaryError, Number, schema_form
 from agentrt_proxy.canonical.durations import format_go
 from agentrt_proxy.config import READ_ONLY, SIDE_EFFECTS, TOOL_NAME_PATTERN, Rule, ServerConfig
+from agentrt_proxy.errors import ConfigurationError
 from agentrt_proxy.mcp import InputRequired
 from agentrt_proxy.mcp.outcomes import Result, ToolOutcome
 from agentrt_proxy.text import escaping
@@ -81,8 +82,10 @@ _ANNOTATION_BOOLS = ("readOnlyHint", "idempotentHint")  # omitted when false
 _ANNOTATION_NULLABLE = ("destructiveHint", "openWorldHint")  # omitted when absent
 
 
-class LoadError(Exception):
-    """A whole-load failure; ``report`` is set when there is one to show (nothing registered)."""
+class LoadError(ConfigurationError):
+    """The pinned tools do not load as the operator pinned and classified them (no manifest, one
+    for another server, rules naming unpinned tools, nothing registered, the checks out of time);
+    ``report`` is set when there is one to show (nothing registered)."""
 
     def __init__(self, message: str, report: Report | None = None) -> None:
         super().__init__(message)
@@ -369,7 +372,8 @@ def annotation_mismatch(side_effect: str, annotations: Mapping[str, Any] | None)
 
 
 class _Refusal(Exception):
-    """One tool's first failing check; the message is the report's reason."""
+    """One tool's first failing check; the message is the report's reason. Always caught where the
+    tool is decided (it becomes a report line), so it is control flow, outside the error tree."""
 
 
 def _pointer(parent: str, key: str | int) -> str:

@@ -18,6 +18,7 @@ import anyio
 from agentrt_proxy.canonical import schema_form
 from agentrt_proxy.canonical.durations import format_time
 from agentrt_proxy.config import Config, ConfigError, ServerConfig, check_reach
+from agentrt_proxy.errors import ConfigurationError
 from agentrt_proxy.text import escaping
 from agentrt_proxy.upstream.manifest import ManifestError, read_manifest
 from agentrt_proxy.upstream.registry import (
@@ -37,8 +38,11 @@ from agentrt_proxy.upstream.registry import (
 Connector = Callable[[ServerConfig], ListingFn]
 
 
-class OpenError(Exception):
-    """Opening the servers failed; ``reports`` holds every report the loads produced."""
+class OpenError(ConfigurationError):
+    """The configured servers cannot be served: the reach check refused one, a manifest or a load
+    failed, a server could not be connected, or two register one name. Each is the operator's to
+    fix in the configuration, a pin or the server's entry; ``reports`` holds every report the
+    loads produced."""
 
     def __init__(self, message: str, reports: Sequence[Report] = ()) -> None:
         super().__init__(message)

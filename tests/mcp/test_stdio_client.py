@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 import pytest
 
-from agentrt_proxy.mcp import ConfigError, ConnectError, ServerSpec, child_env, open_connection
+from agentrt_proxy.mcp import ConnectError, ServerSpec, ServerSpecError, child_env, open_connection
 from agentrt_proxy.mcp.outcomes import NoAnswer, Refused, Result, RpcError
 from tests.processes import alive
 
@@ -67,7 +67,7 @@ def test_malformed_env_entries_are_refused() -> None:  # TestServer_RejectsMalfo
         (ServerSpec(name="", command=["x"]), "mcp: server name is required"),
     ]
     for spec, message in cases:
-        with pytest.raises(ConfigError, match=message.replace("(", r"\(")):
+        with pytest.raises(ServerSpecError, match=message.replace("(", r"\(")):
             spec.validate()
 
 
