@@ -22,6 +22,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from agentrt_proxy.canonical.quoting import go_quote
 from agentrt_proxy.errors import InvalidValue
 
 MAX_DEPTH = 256
@@ -174,7 +175,7 @@ def _parse(raw: bytes | str) -> Any:
     if surrogate is not None:
         raise JSONBoundaryError(f"unpaired surrogate {surrogate}")
     if state.duplicate:
-        raise JSONBoundaryError(f"duplicate key {_go_quote(_first_duplicate_key(text))}")
+        raise JSONBoundaryError(f"duplicate key {go_quote(_first_duplicate_key(text))}")
     if state.overflow is not None and value is not state.overflow:
         raise JSONBoundaryError(f"number {_abbreviate(state.overflow)} overflows a 64-bit float")
     if state.number_error is not None:
@@ -282,11 +283,6 @@ class _DuplicateFinder:
 class _Found(Exception):  # not an error: it ends the walk early and run catches it, so outside the tree
     def __init__(self, key: str) -> None:
         self.key = key
-
-
-def _go_quote(s: str) -> str:
-    """Double-quote like Go's %q for the common cases an error message meets."""
-    return json.dumps(s, ensure_ascii=False)
 
 
 # ------------------------------------------------------------------------------ the encoders

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 # and the protocol code: ``serve`` starts the stdio servers before importing them (0007).
 _WHERE = {
     "client": ("Connection", "ListedTool", "ProgressCallback", "open_connection"),
-    "errors": ("ServerSpecError", "ConnectError", "McpError", "escape", "go_quote"),
+    "errors": ("ConnectError", "McpError", "ServerSpecError"),
     "framing": ("LineBuffer",),
     "jsonrpc": ("RawJSON",),
     "results": ("INPUT_REQUIRED", "InputRequired", "cap_text", "map_result", "mapped_text"),
@@ -31,7 +31,7 @@ _MODULE_OF = {name: module for module, names in _WHERE.items() for name in names
 
 if TYPE_CHECKING:
     from .client import Connection, ListedTool, ProgressCallback, open_connection
-    from .errors import ConnectError, McpError, ServerSpecError, escape, go_quote
+    from .errors import ConnectError, McpError, ServerSpecError
     from .framing import LineBuffer
     from .jsonrpc import RawJSON
     from .results import INPUT_REQUIRED, InputRequired, cap_text, map_result, mapped_text
@@ -95,8 +95,6 @@ __all__ = [
     "ToolHandler",
     "cap_text",
     "child_env",
-    "escape",
-    "go_quote",
     "map_result",
     "mapped_text",
     "negotiate_version",

@@ -17,10 +17,11 @@ import anyio
 import anyio.abc
 
 from agentrt_proxy.canonical.durations import format_go
+from agentrt_proxy.canonical.quoting import go_escape, go_quote
 from agentrt_proxy.mcp import jsonrpc
 from agentrt_proxy.mcp.outcomes import NoAnswer, NoAnswerKind, Refused, RpcError, ToolOutcome
 
-from .errors import ConnectError, McpError, SessionClosed, TransportError, escape, go_quote
+from .errors import ConnectError, McpError, SessionClosed, TransportError
 from .jsonrpc import METHOD_NOT_FOUND, DecodeFailure, ErrorResponse, Notification, Request, Response
 from .results import map_result
 from .spans import SpanError, find_span, iter_elements, top_level_id
@@ -180,7 +181,7 @@ class Connection:
             raise pending.failure
         answer = pending.answer
         if isinstance(answer, ErrorResponse):
-            raise TransportError(f"the server answered {method} with error {answer.code}: {escape(answer.message)}")
+            raise TransportError(f"the server answered {method} with error {answer.code}: {go_escape(answer.message)}")
         if isinstance(answer, _Undecodable):
             raise TransportError(f"the answer to {method} is not JSON: {answer.reason}")
         assert isinstance(answer, Response)
@@ -275,7 +276,7 @@ class Connection:
         """Call ``name`` upstream with ``arguments_text`` as given; classify what came back."""
         prefix = f"mcp: server {go_quote(self.server)}: tool {go_quote(name)}"
         if self._dead is not None:
-            return NoAnswer("dropped", f"{prefix}: {escape(self._dead)}")
+            return NoAnswer("dropped", f"{prefix}: {go_escape(self._dead)}")
         params: dict[str, Any] = {"name": name}
         if arguments_text is not None and arguments_text.strip():
             params["arguments"] = jsonrpc.RawJSON(arguments_text)
@@ -287,7 +288,7 @@ class Connection:
                 try:
                     msg_id, pending = await self._request("tools/call", params, on_progress=on_progress)
                 except SessionClosed as exc:
-                    return NoAnswer("dropped", f"{prefix}: {escape(str(exc))}")
+                    return NoAnswer("dropped", f"{prefix}: {go_escape(str(exc))}")
                 await pending.done.wait()
         finally:
             if msg_id is not None:
@@ -300,7 +301,7 @@ class Connection:
             return NoAnswer("timeout", f"{prefix}: timed out after {format_go(timeout_ns)}")
         if pending.failure is not None:
             kind: NoAnswerKind = "dropped" if isinstance(pending.failure, SessionClosed) else "protocol"
-            return NoAnswer(kind, f"{prefix}: {escape(str(pending.failure))}")
+            return NoAnswer(kind, f"{prefix}: {go_escape(str(pending.failure))}")
         answer = pending.answer
         if isinstance(answer, ErrorResponse):
             return RpcError(answer.code, answer.message, answer.data)
@@ -381,7 +382,7 @@ async def open_connection(
             if scope.cancelled_caught:
                 failure = ConnectError(f"mcp: server {q}: {phase}: timed out after {format_go(bound_ns)}{detail}")
             else:
-                failure = ConnectError(f"mcp: server {q}: {phase}: {escape(str(error))}{detail}")
+                failure = ConnectError(f"mcp: server {q}: {phase}: {go_escape(str(error))}{detail}")
             tg.cancel_scope.cancel()
         else:
             try:

@@ -7,7 +7,9 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from .errors import ServerSpecError, go_quote
+from agentrt_proxy.canonical.quoting import go_quote
+
+from .errors import ServerSpecError
 
 __all__ = [
     "DEFAULT_CONNECT_TIMEOUT_NS",

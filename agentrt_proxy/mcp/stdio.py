@@ -18,9 +18,10 @@ from collections.abc import Sequence
 import anyio
 import anyio.abc
 
+from agentrt_proxy.canonical.quoting import go_escape, go_quote
 from agentrt_proxy.mcp import spawn
 
-from .errors import SessionClosed, TransportError, escape, go_quote
+from .errors import SessionClosed, TransportError
 from .framing import LineBuffer
 from .spec import STDERR_TAIL_BYTES
 from .transport import Deliver, OnClosed
@@ -129,7 +130,7 @@ class StdioTransport:
                 stdin.write(data + b"\n")
                 await stdin.drain()
             except (OSError, RuntimeError) as exc:  # broken pipe, or a transport closing
-                raise SessionClosed(f"connection closed: {escape(str(exc))}") from exc
+                raise SessionClosed(f"connection closed: {go_escape(str(exc))}") from exc
 
     async def aclose(self) -> None:
         """Close stdin, wait, SIGTERM the group, then SIGKILL the group (descendants too)."""
