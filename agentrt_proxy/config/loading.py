@@ -21,6 +21,7 @@ from typing import Any, NoReturn
 from agentrt_proxy import canonical
 from agentrt_proxy.canonical import JSONBoundaryError, Number
 from agentrt_proxy.canonical.durations import HOUR, MINUTE, SECOND, DurationError, format_go, parse_go
+from agentrt_proxy.canonical.quoting import go_quote
 from agentrt_proxy.errors import ConfigurationError
 
 # The side-effect classes, in order of what a call can do; READ_ONLY is the one that changes nothing.
@@ -320,7 +321,7 @@ def _build(tree: Any, path: Path, errors: _Errors) -> Config:
     if not database:
         errors.fail("database is required")
     if session is None or not SESSION_PATTERN.fullmatch(session):
-        errors.fail(f"session {_q(session or '')} must be 1 to 64 letters, digits, '_' or '-'")
+        errors.fail(f"session {go_quote(session or '')} must be 1 to 64 letters, digits, '_' or '-'")
     if not isinstance(servers_value, list) or not servers_value:
         if servers_value is not None and not isinstance(servers_value, list):
             errors.fail("servers must be an array of server entries")
@@ -330,7 +331,7 @@ def _build(tree: Any, path: Path, errors: _Errors) -> Config:
     if lease_ttl is not None and lease_ttl < MIN_LEASE_TTL:
         errors.fail(f"lease_ttl {format_go(lease_ttl)} is shorter than 3s")
     if status_tool is not None and not TOOL_NAME_PATTERN.fullmatch(status_tool):
-        errors.fail(f"status_tool {_q(status_tool)} does not match ^[a-zA-Z0-9_-]{{1,64}}$")
+        errors.fail(f"status_tool {go_quote(status_tool)} does not match ^[a-zA-Z0-9_-]{{1,64}}$")
 
     servers = _servers(servers_value, base, errors)
     return Config(
@@ -349,15 +350,9 @@ def _build(tree: Any, path: Path, errors: _Errors) -> Config:
     )
 
 
-def _q(text: str) -> str:
-    import json
-
-    return json.dumps(text, ensure_ascii=False)
-
-
 def _in_server(name: str) -> Callable[[str], str]:
     """How a server entry's field is named in a message: ``server "<name>": <field>``."""
-    return lambda field: f"server {_q(name)}: {field}"
+    return lambda field: f"server {go_quote(name)}: {field}"
 
 
 def _absolute(base: Path, name: str) -> Path:
@@ -372,10 +367,10 @@ def _policy(value: Any, errors: _Errors) -> dict[str, str]:
         errors.fail("policy must be an object of side-effect class to outcome")
     for side_effect, outcome in value.items():
         if side_effect not in SIDE_EFFECTS:
-            errors.fail(f"policy: unknown side effect {_q(side_effect)}")
+            errors.fail(f"policy: unknown side effect {go_quote(side_effect)}")
         if not isinstance(outcome, str) or isinstance(outcome, Number) or outcome not in OUTCOMES:
             shown = outcome if isinstance(outcome, str) else canonical.policy_text(outcome)
-            errors.fail(f"policy: {side_effect}: outcome {_q(shown)} is not allow, require_approval, or deny")
+            errors.fail(f"policy: {side_effect}: outcome {go_quote(shown)} is not allow, require_approval, or deny")
         policy[side_effect] = outcome
     return policy
 
@@ -413,22 +408,22 @@ def _servers(values: list[Any], base: Path, errors: _Errors) -> tuple[ServerConf
         if not name:
             errors.fail(f"servers[{index}]: name is required")
         if name in names:
-            errors.fail(f"servers[{index}]: the name {_q(name)} is used twice")
+            errors.fail(f"servers[{index}]: the name {go_quote(name)} is used twice")
         names.add(name)
         if (command is None) == (endpoint is None) or (command is not None and not command):
-            errors.fail(f"server {_q(name)}: exactly one of command or endpoint is required")
+            errors.fail(f"server {go_quote(name)}: exactly one of command or endpoint is required")
         if command is not None and not command[0]:
-            errors.fail(f"server {_q(name)}: command[0], the program, is empty")
+            errors.fail(f"server {go_quote(name)}: command[0], the program, is empty")
         if not manifest:
-            errors.fail(f"server {_q(name)}: manifest is required")
+            errors.fail(f"server {go_quote(name)}: manifest is required")
         _check_env(name, env, inherit_env, errors)
         headers = _headers(name, headers_value, errors)
         if endpoint is not None:
             _check_endpoint(name, endpoint, errors)
             if env or inherit_env:
-                errors.fail(f"server {_q(name)}: env and inherit_env apply only to a stdio server (command)")
+                errors.fail(f"server {go_quote(name)}: env and inherit_env apply only to a stdio server (command)")
         elif headers:
-            errors.fail(f"server {_q(name)}: headers apply only to a streamable HTTP server (endpoint)")
+            errors.fail(f"server {go_quote(name)}: headers apply only to a streamable HTTP server (endpoint)")
         servers.append(
             ServerConfig(
                 name=name,
@@ -450,25 +445,25 @@ def _servers(values: list[Any], base: Path, errors: _Errors) -> tuple[ServerConf
 def _check_env(name: str, env: Iterable[str], inherit_env: Iterable[str], errors: _Errors) -> None:
     for entry in inherit_env:
         if not entry or "=" in entry:
-            errors.fail(f"server {_q(name)}: inherit_env entry {_q(entry)} is not a variable name")
+            errors.fail(f"server {go_quote(name)}: inherit_env entry {go_quote(entry)} is not a variable name")
     for entry in env:
         variable, sep, _ = entry.partition("=")
         if not sep or not variable:
-            errors.fail(f"server {_q(name)}: env entry {_q(entry)} is not NAME=value")
+            errors.fail(f"server {go_quote(name)}: env entry {go_quote(entry)} is not NAME=value")
 
 
 def _headers(name: str, value: Any, errors: _Errors) -> dict[str, str]:
     if value is None:
         return {}
     if not isinstance(value, dict):
-        errors.fail(f"server {_q(name)}: headers must be an object of header name to value")
+        errors.fail(f"server {go_quote(name)}: headers must be an object of header name to value")
     headers: dict[str, str] = {}
     for header, text in value.items():
         if not _HEADER_NAME.fullmatch(header):
-            errors.fail(f"server {_q(name)}: headers: {_q(header)} is not an HTTP header name")
+            errors.fail(f"server {go_quote(name)}: headers: {go_quote(header)} is not an HTTP header name")
         if not isinstance(text, str) or isinstance(text, Number) or any(c in text for c in "\r\n\0"):
             # The value itself is never echoed: it is usually a credential.
-            errors.fail(f"server {_q(name)}: headers: the value of {header} must be a one-line string")
+            errors.fail(f"server {go_quote(name)}: headers: the value of {header} must be a one-line string")
         headers[header] = text
     return headers
 
@@ -476,7 +471,7 @@ def _headers(name: str, value: Any, errors: _Errors) -> dict[str, str]:
 def _check_endpoint(name: str, endpoint: str, errors: _Errors) -> None:
     parsed = urllib.parse.urlsplit(endpoint)
     if parsed.scheme not in ("http", "https") or not parsed.hostname:
-        errors.fail(f"server {_q(name)}: endpoint {_q(endpoint)} is not an http:// or https:// URL")
+        errors.fail(f"server {go_quote(name)}: endpoint {go_quote(endpoint)} is not an http:// or https:// URL")
 
 
 _RULE_FIELDS = (
@@ -497,7 +492,7 @@ def _rules(server: str, value: Any, errors: _Errors) -> dict[str, Rule]:
     if value is None:
         return {}
     if not isinstance(value, dict):
-        errors.fail(f"server {_q(server)}: rules must be an object of tool name to rule")
+        errors.fail(f"server {go_quote(server)}: rules must be an object of tool name to rule")
     rules: dict[str, Rule] = {}
     for tool in sorted(value):
         rules[tool] = _rule(server, tool, value[tool], errors)
@@ -505,7 +500,7 @@ def _rules(server: str, value: Any, errors: _Errors) -> dict[str, Rule]:
 
 
 def _rule(server: str, tool: str, value: Any, errors: _Errors) -> Rule:
-    where = f"server {_q(server)}: tool {_q(tool)}"
+    where = f"server {go_quote(server)}: tool {go_quote(tool)}"
     entry = _Object(value, f"servers[{server}].rules.{tool}", errors)
     side_effect = entry.string("side_effect") or ""
     outcome = entry.string("outcome")
@@ -519,7 +514,7 @@ def _rule(server: str, tool: str, value: Any, errors: _Errors) -> Rule:
     terminal = entry.boolean("terminal")
     entry.finish()
     if outcome is not None and outcome not in OUTCOMES:
-        errors.fail(f"{where}: outcome {_q(outcome)} is not allow, require_approval, or deny")
+        errors.fail(f"{where}: outcome {go_quote(outcome)} is not allow, require_approval, or deny")
     if fixed_value is not None and not isinstance(fixed_value, dict):
         errors.fail(f"{where}: fixed must be an object of parameter name to value")
     return Rule(
@@ -638,7 +633,7 @@ def check_reach(config: Config) -> None:
                 )
                 if reached is not None:
                     raise ConfigError(
-                        f"server {_q(server.name)}: its argument {_q(argument)} reaches {reached}, which the "
-                        "proxy's policy and approvals depend on: point the server elsewhere, or set "
+                        f"server {go_quote(server.name)}: its argument {go_quote(argument)} reaches {reached}, "
+                        "which the proxy's policy and approvals depend on: point the server elsewhere, or set "
                         "skip_path_check on it if it cannot write there"
                     )
