@@ -23,7 +23,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from agentrt_proxy.canonical.quoting import go_quote
-from agentrt_proxy.errors import InvalidValue
+from agentrt_proxy.canonical.values import JSONBoundaryError, Number
 
 MAX_DEPTH = 256
 MAX_NUMBER_LENGTH = 10_000
@@ -36,23 +36,6 @@ _HTML_UNSAFE = re.compile("[<>&\u2028\u2029]")
 _HTML_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _encode_string = json.encoder.encode_basestring
-
-
-class JSONBoundaryError(InvalidValue):
-    """JSON the runtime refuses where it enters; ``reason`` is the original's wording."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
-class Number(str):
-    """A JSON number, kept as the literal it was written as."""
-
-    __slots__ = ()
-
-    def is_integer_literal(self) -> bool:
-        return not any(c in self for c in ".eE")
 
 
 # --------------------------------------------------------------------------- the boundary
