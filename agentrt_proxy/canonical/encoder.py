@@ -29,7 +29,7 @@ import json
 import math
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from agentrt_proxy.canonical.values import JSONBoundaryError, Number
@@ -50,13 +50,12 @@ class Style:
     escape_line_separators: bool = True  # U+2028 U+2029 as \u2028 \u2029 (Go always; the policy form never)
     indent: str = ""  # MarshalIndent's indent per level; "" writes compact JSON
     like_json_dumps: bool = False  # NaN and the infinities written, lone surrogates kept, as json.dumps does
+    # The walk for this style, made once (a frozen dataclass hashes all its fields per lookup).
+    walk: Callable[[Any, list[str]], None] = field(init=False, repr=False, compare=False)
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "walk", _walker(self))
 
-STORE = Style(sort_keys=False, escape_html=True, like_json_dumps=True)
-CANONICAL = Style(sort_keys=True, escape_html=True)
-POLICY = Style(sort_keys=True, escape_html=False, escape_line_separators=False)
-SCHEMA = Style(sort_keys=True, escape_html=False)
-MANIFEST = Style(sort_keys=False, escape_html=True, indent="  ")
 
 _ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 _SURROGATE = re.compile("[\ud800-\udfff]")
@@ -158,7 +157,12 @@ def _walker(style: Style) -> Callable[[Any, list[str]], None]:
     return write
 
 
-_WALKERS: dict[Style, Callable[[Any, list[str]], None]] = {}
+STORE = Style(sort_keys=False, escape_html=True, like_json_dumps=True)
+CANONICAL = Style(sort_keys=True, escape_html=True)
+POLICY = Style(sort_keys=True, escape_html=False, escape_line_separators=False)
+SCHEMA = Style(sort_keys=True, escape_html=False)
+MANIFEST = Style(sort_keys=False, escape_html=True, indent="  ")
+
 
 # A string literal (escapes included), or one of the characters that structure JSON.
 _STRUCTURE = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[{}\[\],:]', re.DOTALL)
@@ -207,30 +211,20 @@ def _indented(compact: str, indent: str) -> str:
 
 def encode(value: Any, style: Style) -> str:
     """``value`` as JSON text in ``style`` (see the module's description)."""
-    walk = _WALKERS.get(style)
-    if walk is None:
-        walk = _WALKERS.setdefault(style, _walker(style))
     out: list[str] = []
-    walk(value, out)
+    style.walk(value, out)
     text = "".join(out)
     return _indented(text, style.indent) if style.indent else text
 
 
 # ------------------------------------------------------------------------------------ STORE
 
-_GO_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
-_GO_ESCAPE_RE = re.compile("[<>&\u2028\u2029]")
+_write_store = STORE.walk
+_STORE_ESCAPES = re.compile("[<>&\u2028\u2029]")
 
 
-def _go_escape(m: re.Match[str]) -> str:
-    return _GO_ESCAPES[m.group()]
-
-
-def _go_string(s: str) -> str:
-    out = json.dumps(s, ensure_ascii=False)
-    if _GO_ESCAPE_RE.search(out) is None:
-        return out
-    return _GO_ESCAPE_RE.sub(_go_escape, out)
+def _store_escape(match: re.Match[str]) -> str:
+    return _ESCAPES[match.group()]
 
 
 def _plain(value: Any) -> bool:
@@ -254,35 +248,18 @@ def _plain(value: Any) -> bool:
 
 
 def go_json(value: Any) -> str:
-    """Compact JSON as Go's encoding/json writes it: dicts in insertion order (callers
-    order struct fields; literal trees keep theirs), numbers as their literal, HTML-safe."""
+    """``value`` in the ``STORE`` style: compact, dicts in insertion order (callers order struct
+    fields; literal trees keep theirs), numbers as their literal, HTML-safe."""
     if _plain(value):
-        # The C encoder writes a plain tree as _go_json does; <, >, &, U+2028 and U+2029 can
+        # The C encoder writes a plain tree as the walk does; <, >, &, U+2028 and U+2029 can
         # only occur inside strings, so escaping them in the whole text is the same.
         out = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-        return out if _GO_ESCAPE_RE.search(out) is None else _GO_ESCAPE_RE.sub(_go_escape, out)
+        return out if _STORE_ESCAPES.search(out) is None else _STORE_ESCAPES.sub(_store_escape, out)
     return _go_json(value)
 
 
 def _go_json(value: Any) -> str:
-    if isinstance(value, Raw):
-        return str(value)
-    if isinstance(value, Number):
-        return str(value)
-    if isinstance(value, str):
-        return _go_string(value)
-    if value is None:
-        return "null"
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return json.dumps(value)
-    if isinstance(value, Mapping):
-        return "{" + ",".join(_go_string(str(k)) + ":" + _go_json(v) for k, v in value.items()) + "}"
-    if isinstance(value, (list, tuple)):
-        return "[" + ",".join(_go_json(v) for v in value) + "]"
-    raise TypeError(f"cannot encode {type(value).__name__} as JSON")
+    """The walk in the ``STORE`` style, for a tree the C encoder cannot write (literals, mappings)."""
+    out: list[str] = []
+    _write_store(value, out)
+    return "".join(out)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import re
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
@@ -464,10 +463,6 @@ def restrict(schema: dict[str, Any], hidden: Sequence[str]) -> dict[str, Any]:
     return restricted
 
 
-def _parse_schema(form: bytes) -> Any:
-    return json.loads(form.decode("utf-8"), parse_int=Number, parse_float=Number)
-
-
 def _accept(name: str, side_effect: str, timeout: int, restricted_text: str, schema: Any) -> Any:
     """The runtime's own acceptance of the tool spec (spec §1.11 check 13)."""
     # Imported here, not at the top: jsonschema costs ~60 ms, and serving spawns the
@@ -585,7 +580,7 @@ def _offer(ctx: _Context, pinned: PinnedTool, rule: Rule, form: bytes, *, hint: 
     name = rule.rename or f"{server.name}_{pinned.name}"
     if not TOOL_NAME_PATTERN.fullmatch(name):
         raise _Refusal(f"the name {escaping.go_quote(name)} does not match {NAME_PATTERN_TEXT}")
-    schema = _parse_schema(form)
+    schema = schema_form.parse_form(form)
     if not isinstance(schema, dict):
         raise _Refusal("the input schema is not a JSON object")
     if schema.get("type") != "object" or isinstance(schema.get("type"), Number):
@@ -607,7 +602,9 @@ def _offer(ctx: _Context, pinned: PinnedTool, rule: Rule, form: bytes, *, hint: 
         server=server.name,
         remote=pinned.name,
         side_effect=rule.side_effect,
-        spec=ToolSpec(name, description, _parse_schema(restricted_text.encode()), rule.side_effect, timeout, True),
+        spec=ToolSpec(
+            name, description, schema_form.parse_form(restricted_text.encode()), rule.side_effect, timeout, True
+        ),
         schema_text=restricted_text,
         validator=validator,
         fixed=dict(rule.fixed),
