@@ -29,7 +29,6 @@ import json
 import math
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from typing import Any
 
 from agentrt_proxy.canonical.values import JSONBoundaryError, Number
@@ -41,20 +40,35 @@ class Raw(str):
     """JSON text embedded verbatim (Go's json.RawMessage)."""
 
 
-@dataclass(frozen=True)
 class Style:
-    """How one use writes JSON: Go's options, and the two rules some callers add."""
+    """How one use writes JSON: Go's options, and the two rules some callers add. Its walk is made
+    on first use (a plain class, made cheaply: this module loads on the cold start)."""
 
-    sort_keys: bool  # object keys by UTF-8 byte order (after a lone surrogate became U+FFFD)
-    escape_html: bool  # < > & as \u003c \u003e \u0026 (Go's SetEscapeHTML)
-    escape_line_separators: bool = True  # U+2028 U+2029 as \u2028 \u2029 (Go always; the policy form never)
-    indent: str = ""  # MarshalIndent's indent per level; "" writes compact JSON
-    like_json_dumps: bool = False  # NaN and the infinities written, lone surrogates kept, as json.dumps does
-    # The walk for this style, made once (a frozen dataclass hashes all its fields per lookup).
-    walk: Callable[[Any, list[str]], None] = field(init=False, repr=False, compare=False)
+    __slots__ = ("_walk", "escape_html", "escape_line_separators", "indent", "like_json_dumps", "sort_keys")
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "walk", _walker(self))
+    def __init__(
+        self,
+        *,
+        sort_keys: bool,
+        escape_html: bool,
+        escape_line_separators: bool = True,
+        indent: str = "",
+        like_json_dumps: bool = False,
+    ) -> None:
+        self.sort_keys = sort_keys  # object keys by UTF-8 byte order (after a lone surrogate became U+FFFD)
+        self.escape_html = escape_html  # < > & as \u003c \u003e \u0026 (Go's SetEscapeHTML)
+        # U+2028 U+2029 as \u2028 \u2029 (Go always; the policy form never)
+        self.escape_line_separators = escape_line_separators
+        self.indent = indent  # MarshalIndent's indent per level; "" writes compact JSON
+        # NaN and the infinities written, lone surrogates kept, as json.dumps does
+        self.like_json_dumps = like_json_dumps
+        self._walk: Callable[[Any, list[str]], None] | None = None
+
+    def walk(self, value: Any, out: list[str]) -> None:
+        """Append ``value``'s JSON text to ``out``."""
+        if self._walk is None:
+            self._walk = _walker(self)
+        self._walk(value, out)
 
 
 _ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
@@ -211,15 +225,17 @@ def _indented(compact: str, indent: str) -> str:
 
 def encode(value: Any, style: Style) -> str:
     """``value`` as JSON text in ``style`` (see the module's description)."""
+    walk = style._walk
+    if walk is None:
+        walk = style._walk = _walker(style)
     out: list[str] = []
-    style.walk(value, out)
+    walk(value, out)
     text = "".join(out)
     return _indented(text, style.indent) if style.indent else text
 
 
 # ------------------------------------------------------------------------------------ STORE
 
-_write_store = STORE.walk
 _STORE_ESCAPES = re.compile("[<>&\u2028\u2029]")
 
 
@@ -260,6 +276,4 @@ def go_json(value: Any) -> str:
 
 def _go_json(value: Any) -> str:
     """The walk in the ``STORE`` style, for a tree the C encoder cannot write (literals, mappings)."""
-    out: list[str] = []
-    _write_store(value, out)
-    return "".join(out)
+    return encode(value, STORE)
