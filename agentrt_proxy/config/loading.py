@@ -9,6 +9,7 @@ directory.
 from __future__ import annotations
 
 import hashlib
+import json
 import os
 import re
 import stat
@@ -293,8 +294,6 @@ def load_config(path: Path | str) -> Config:
 
 def _diagnose_invalid(data: bytes, errors: _Errors) -> None:
     """Say ``trailing data`` when one object is followed by more, as that is a common slip."""
-    import json
-
     try:
         _, _end = json.JSONDecoder().raw_decode(data.decode("utf-8").lstrip())
     except ValueError:

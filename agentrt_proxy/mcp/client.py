@@ -19,13 +19,12 @@ import anyio.abc
 from agentrt_proxy.canonical.durations import format_go
 from agentrt_proxy.canonical.quoting import go_escape, go_quote
 from agentrt_proxy.mcp import jsonrpc
+from agentrt_proxy.mcp.errors import ConnectError, McpError, SessionClosed, TransportError
+from agentrt_proxy.mcp.jsonrpc import METHOD_NOT_FOUND, DecodeFailure, ErrorResponse, Notification, Request, Response
 from agentrt_proxy.mcp.outcomes import NoAnswer, NoAnswerKind, Refused, RpcError, ToolOutcome
-
-from .errors import ConnectError, McpError, SessionClosed, TransportError
-from .jsonrpc import METHOD_NOT_FOUND, DecodeFailure, ErrorResponse, Notification, Request, Response
-from .results import map_result
-from .spans import SpanError, find_span, iter_elements, top_level_id
-from .spec import (
+from agentrt_proxy.mcp.results import map_result
+from agentrt_proxy.mcp.spans import SpanError, find_span, iter_elements, top_level_id
+from agentrt_proxy.mcp.spec import (
     CLIENT_INFO,
     CLIENT_PROTOCOL_VERSION,
     DEFAULT_MAX_CONTENT_BYTES,
@@ -34,7 +33,7 @@ from .spec import (
     ServerSpec,
     child_env,
 )
-from .transport import Transport
+from agentrt_proxy.mcp.transport import Transport
 
 __all__ = ["Connection", "ListedTool", "ProgressCallback", "open_connection"]
 
@@ -329,11 +328,12 @@ class Connection:
 
 
 def _make_transport(spec: ServerSpec, tg: anyio.abc.TaskGroup) -> Transport:
+    # Lazy: only the transport this server speaks loads (a stdio start never loads http.client and ssl).
     if spec.command:
-        from .stdio import StdioTransport
+        from agentrt_proxy.mcp.stdio import StdioTransport
 
         return StdioTransport(spec.name, spec.command, child_env(spec), tg)
-    from .http import HTTPTransport
+    from agentrt_proxy.mcp.http import HTTPTransport
 
     assert spec.endpoint is not None
     return HTTPTransport(spec.name, spec.endpoint, dict(spec.headers))

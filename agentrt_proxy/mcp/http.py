@@ -31,12 +31,11 @@ import anyio.to_thread
 
 from agentrt_proxy.canonical.quoting import go_escape
 from agentrt_proxy.errors import UpstreamProtocolError
-
-from .errors import SessionClosed, TransportError
-from .spans import top_level_id
-from .spec import MAX_RESPONSE_BODY_BYTES
-from .sse import SSEParser
-from .transport import Deliver, OnClosed
+from agentrt_proxy.mcp.errors import SessionClosed, TransportError
+from agentrt_proxy.mcp.spans import top_level_id
+from agentrt_proxy.mcp.spec import MAX_RESPONSE_BODY_BYTES
+from agentrt_proxy.mcp.sse import SSEParser
+from agentrt_proxy.mcp.transport import Deliver, OnClosed
 
 __all__ = ["HTTPTransport"]
 

@@ -20,9 +20,8 @@ import anyio.abc
 
 from agentrt_proxy.errors import AgentrtError
 from agentrt_proxy.mcp import jsonrpc
-
-from .framing import LineBuffer
-from .jsonrpc import (
+from agentrt_proxy.mcp.framing import LineBuffer
+from agentrt_proxy.mcp.jsonrpc import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -37,7 +36,7 @@ from .jsonrpc import (
     RequestId,
     Response,
 )
-from .spans import SpanError, find_span, iter_elements
+from agentrt_proxy.mcp.spans import SpanError, find_span, iter_elements
 
 __all__ = [
     "LATEST_PROTOCOL_VERSION",

@@ -23,8 +23,8 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from .errors import ServerSpecError
-from .spec import ServerSpec, child_env
+from agentrt_proxy.mcp.errors import ServerSpecError
+from agentrt_proxy.mcp.spec import ServerSpec, child_env
 
 __all__ = ["adopt", "kill_group", "kill_unadopted", "parent_death_hook", "spawn", "start_early"]
 

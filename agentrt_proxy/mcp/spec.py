@@ -8,8 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from agentrt_proxy.canonical.quoting import go_quote
-
-from .errors import ServerSpecError
+from agentrt_proxy.mcp.errors import ServerSpecError
 
 __all__ = [
     "DEFAULT_CONNECT_TIMEOUT_NS",

@@ -20,11 +20,10 @@ import anyio.abc
 
 from agentrt_proxy.canonical.quoting import go_escape, go_quote
 from agentrt_proxy.mcp import spawn
-
-from .errors import SessionClosed, TransportError
-from .framing import LineBuffer
-from .spec import STDERR_TAIL_BYTES
-from .transport import Deliver, OnClosed
+from agentrt_proxy.mcp.errors import SessionClosed, TransportError
+from agentrt_proxy.mcp.framing import LineBuffer
+from agentrt_proxy.mcp.spec import STDERR_TAIL_BYTES
+from agentrt_proxy.mcp.transport import Deliver, OnClosed
 
 __all__ = ["StdioTransport"]
 

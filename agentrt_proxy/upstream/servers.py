@@ -80,6 +80,7 @@ class HeldConnection:
             raise self.error
 
     async def _hold(self, timeout_ns: int) -> None:
+        # Lazy: the gate and the operator's commands import upstream for ToolSpec and never connect.
         from agentrt_proxy.mcp.client import open_connection
         from agentrt_proxy.mcp.spec import ServerSpec
 
