@@ -75,4 +75,3 @@ def check_database_file(path: Path | str) -> None:
         check_owned(path, st)
     except ConfigError as err:
         raise ConfigError(f"database: {err}") from None
-

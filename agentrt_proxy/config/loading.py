@@ -373,4 +373,3 @@ def read_rules(path: Path | str) -> dict[str, Rule]:
     except JSONBoundaryError as err:
         errors.fail(f"not usable JSON: {err.reason}")
     return _rules(file_path.stem, tree, errors)
-

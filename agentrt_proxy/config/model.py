@@ -118,4 +118,3 @@ class Config:
     def protected_files(self) -> list[Path]:
         """The files whose writer could rewrite the policy or forge an approval."""
         return [self.path, self.database, *(server.manifest for server in self.servers)]
-

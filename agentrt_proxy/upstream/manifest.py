@@ -18,11 +18,7 @@ from agentrt_proxy.canonical.encoder import MANIFEST, encode
 from agentrt_proxy.config import ConfigError, read_owned
 from agentrt_proxy.errors import ConfigurationError
 from agentrt_proxy.text import escaping
-from agentrt_proxy.upstream.registry import (
-    Manifest,
-    PinnedTool,
-    normalise_annotations,
-)
+from agentrt_proxy.upstream.pins import Manifest, PinnedTool, normalise_annotations
 
 
 class ManifestError(ConfigurationError):

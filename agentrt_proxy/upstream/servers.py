@@ -20,20 +20,10 @@ from agentrt_proxy.canonical.durations import format_time
 from agentrt_proxy.config import Config, ConfigError, ServerConfig, check_reach
 from agentrt_proxy.errors import ConfigurationError
 from agentrt_proxy.text import escaping
+from agentrt_proxy.upstream.loaded_tool import LoadedTool
 from agentrt_proxy.upstream.manifest import ManifestError, read_manifest
-from agentrt_proxy.upstream.registry import (
-    Connection,
-    ListingFn,
-    LiveTool,
-    LoadedTool,
-    LoadError,
-    Manifest,
-    PinnedTool,
-    Report,
-    live_tool,
-    load,
-    pin_tool,
-)
+from agentrt_proxy.upstream.pins import LiveTool, Manifest, PinnedTool, live_tool, pin_tool
+from agentrt_proxy.upstream.registry import Connection, ListingFn, LoadError, Report, load
 
 Connector = Callable[[ServerConfig], ListingFn]
 
