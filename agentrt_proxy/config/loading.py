@@ -104,14 +104,14 @@ class _Object:
         except DurationError as err:
             self.errors.fail(f"{label}: {err}")
         if ns < 0:
-            self.errors.fail(f"{label}: duration \"{value}\" is negative")
+            self.errors.fail(f"{label}: duration {go_quote(value)} is negative")
         return ns
 
     def finish(self) -> None:
         for name in self.value:
             if name not in self.seen:
                 where = f" in {self.where}" if self.where else ""
-                self.errors.fail(f"unknown field \"{name}\"{where}")
+                self.errors.fail(f"unknown field {go_quote(name)}{where}")
 
 
 class _Errors:
