@@ -63,9 +63,6 @@ class _Object:
         self.seen.add(name)
         return self.value.get(name)
 
-    def has(self, name: str) -> bool:
-        return name in self.value
-
     def string(self, name: str) -> str | None:
         value = self.get(name)
         if value is None:

@@ -110,11 +110,6 @@ class Config:
             servers.append({"name": server.name, "rules": rules})
         return {"policy": dict(self.policy), "servers": servers}
 
-    def window_for(self, rule: Rule | None) -> int:
-        if rule is not None and rule.repeat_window is not None:
-            return rule.repeat_window
-        return self.repeat_window
-
     def protected_files(self) -> list[Path]:
         """The files whose writer could rewrite the policy or forge an approval."""
         return [self.path, self.database, *(server.manifest for server in self.servers)]

@@ -80,8 +80,6 @@ class Connection:
         self.tools: list[ListedTool] = []
         self.protocol_version: str | None = None
         self.server_info: dict[str, Any] = {}
-        self.capabilities: dict[str, Any] = {}
-        self.instructions: str | None = None
         if hasattr(transport, "is_answered"):
             transport.is_answered = self._is_answered  # an HTTP stream that ends early is resumed
 
@@ -203,11 +201,8 @@ class Connection:
         self.protocol_version = version if isinstance(version, str) else CLIENT_PROTOCOL_VERSION
         if hasattr(self._transport, "protocol_version"):
             self._transport.protocol_version = self.protocol_version  # type: ignore[attr-defined]
-        info, caps = result.get("serverInfo"), result.get("capabilities")
+        info = result.get("serverInfo")
         self.server_info = info if isinstance(info, dict) else {}
-        self.capabilities = caps if isinstance(caps, dict) else {}
-        instructions = result.get("instructions")
-        self.instructions = instructions if isinstance(instructions, str) else None
         await self._notify("notifications/initialized")
 
     async def _list_tools(self) -> list[ListedTool]:

@@ -34,7 +34,7 @@ INPUT_REQUIRED = "the server asked for more input, which this adapter does not s
 class InputRequired(Refused):
     """A modern-era ``resultType: "input_required"`` answer (MRTR): the server wants the
     client to answer its ``inputRequests`` and retry, which the proxy never does. It is a
-    refusal: the tools layer records it as ``<name>: <reason>`` (a known answer); any
+    refusal: the loaded tool (``upstream.loaded_tool``) records it as ``<name>: <reason>`` (a known answer); any
     other reader still sees a ``Refused`` whose raw bytes are the answer."""
 
     reason: str = INPUT_REQUIRED

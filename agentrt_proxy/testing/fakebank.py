@@ -1,6 +1,6 @@
 """The fake payment server of spec §4.1: a stdio MCP server standing in for a bank.
 
-Run as ``python -m agentrt_proxy.fakebank``. Environment: ``FAKE_PAYMENTS_LEDGER``
+Run as ``python -m agentrt_proxy.testing.fakebank``. Environment: ``FAKE_PAYMENTS_LEDGER``
 (the ledger file; one line per executed payment, fsync'ed before the answer) and
 ``FAKE_PAYMENTS_DESCRIPTION`` (replaces ``balance``'s description, to simulate a
 changed server). Built on the project's own host-facing session, not on an SDK, so

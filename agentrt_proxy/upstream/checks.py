@@ -182,7 +182,7 @@ def restrict(schema: dict[str, Any], hidden: Sequence[str]) -> dict[str, Any]:
 def _accept(name: str, side_effect: str, timeout: int, restricted_text: str, schema: Any) -> Any:
     """The runtime's own acceptance of the tool spec (spec §1.11 check 13)."""
     # Imported here, not at the top: jsonschema costs ~60 ms, and serving spawns the
-    # upstreams before it is loaded (runtime.open_runtime); only this check needs it.
+    # upstreams before it is loaded (proxy.runtime.open_runtime); only this check needs it.
     import jsonschema.exceptions
     import referencing.exceptions
 

@@ -3,7 +3,7 @@
 ``decide`` is the pure heart of Load: from one server's manifest, its rules and a live listing
 it decides, tool by tool (``checks``), what registers, what is refused and why, and what is only
 reported, and refuses a name taken twice. ``load`` wraps it around a live connection, bounded by
-the server's connect timeout. A ``LoadedTool`` (``loaded_tool``) is what the serve layer lists
+the server's connect timeout. A ``LoadedTool`` (``loaded_tool``) is what the proxy lists
 and the gate executes.
 """
 
@@ -13,7 +13,7 @@ import contextlib
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 import anyio
 
@@ -97,21 +97,6 @@ class Report:
 
     def __str__(self) -> str:
         return "".join(line + "\n" for line in self.lines())
-
-    def to_json(self) -> dict[str, Any]:
-        registered = []
-        for reg in self.registered:
-            entry = {"tool": reg.tool, "name": reg.name, "side_effect": reg.side_effect}
-            if reg.hint_mismatch:
-                entry["hint_mismatch"] = reg.hint_mismatch
-            registered.append(entry)
-        return {
-            "server": self.server,
-            "registered": registered,
-            "refused": [{"tool": r.tool, "reason": r.reason} for r in self.refused],
-            "unpinned": list(self.unpinned),
-            "unclassified": list(self.unclassified),
-        }
 
 
 # --------------------------------------------------------------------------------- decide

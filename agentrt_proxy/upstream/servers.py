@@ -1,7 +1,7 @@
 """Connecting to the pinned servers: listing one for ``pin``, opening all of them as serving does.
 
-``check`` and the serve layer's ``open_servers`` load every server against its manifest and rules
-(spec §1.11, §2.12).
+``check`` and serving (``proxy.runtime``) open every server with ``open_servers``, loading each
+against its manifest and rules (spec §1.11, §2.12).
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ class HeldConnection:
     """One upstream connection kept open by a task of its own.
 
     The wire layer's ``open_connection`` is a context manager whose task group must be
-    left by the task that entered it, while the serve layer opens servers in one task and
+    left by the task that entered it, while the proxy opens servers in one task and
     closes them from another. So each connection lives in its own asyncio task (the
     project runs anyio on asyncio), which enters the context, hands the connection over
     and waits to be released.
