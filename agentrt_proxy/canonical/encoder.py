@@ -41,8 +41,10 @@ class Raw(str):
 
 
 class Style:
-    """How one use writes JSON: Go's options, and the two rules some callers add. Its walk is made
-    on first use (a plain class, made cheaply: this module loads on the cold start)."""
+    """How one use writes JSON: Go's options (sorted map keys or struct order, HTML escaping,
+    indentation) and the two rules of the callers that differ from Go (the policy form's raw line
+    separators, the store's json.dumps treatment). A plain class whose walk is made on first use:
+    this module loads on the cold start."""
 
     __slots__ = ("_walk", "escape_html", "escape_line_separators", "indent", "like_json_dumps", "sort_keys")
 
@@ -62,13 +64,7 @@ class Style:
         self.indent = indent  # MarshalIndent's indent per level; "" writes compact JSON
         # NaN and the infinities written, lone surrogates kept, as json.dumps does
         self.like_json_dumps = like_json_dumps
-        self._walk: Callable[[Any, list[str]], None] | None = None
-
-    def walk(self, value: Any, out: list[str]) -> None:
-        """Append ``value``'s JSON text to ``out``."""
-        if self._walk is None:
-            self._walk = _walker(self)
-        self._walk(value, out)
+        self._walk: Callable[[Any, list[str]], None] | None = None  # made by the first encode
 
 
 _ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
