@@ -1,11 +1,11 @@
-"""The strict JSON boundary, the one Go-compatible encoder, request keys and content hashes."""
+"""The strict JSON boundary, the one Go-compatible encoder, the one Go quote, request keys and
+content hashes."""
 
+from agentrt_proxy.canonical.quoting import go_quote
 from agentrt_proxy.canonical.strict import (
     MAX_DEPTH,
     MAX_EXPONENT,
     MAX_NUMBER_LENGTH,
-    JSONBoundaryError,
-    Number,
     canonical_bytes,
     canonical_json,
     check_json,
@@ -18,6 +18,7 @@ from agentrt_proxy.canonical.strict import (
     sha256_hex,
     to_python,
 )
+from agentrt_proxy.canonical.values import JSONBoundaryError, Number
 
 __all__ = [
     "MAX_DEPTH",
@@ -29,6 +30,7 @@ __all__ = [
     "canonical_json",
     "check_json",
     "content_hash",
+    "go_quote",
     "iter_numbers",
     "normalise_arguments",
     "parse_strict",

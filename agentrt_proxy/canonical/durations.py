@@ -12,6 +12,8 @@ import re
 import time
 from datetime import datetime, timezone
 
+from agentrt_proxy.errors import InvalidValue
+
 NANOSECOND = 1
 MICROSECOND = 1_000
 MILLISECOND = 1_000_000
@@ -29,12 +31,12 @@ _UNITS = {
     "m": MINUTE,
     "h": HOUR,
 }
-_PART = re.compile(r"(\d*)(?:\.(\d*))?([^\d.]*)")
+_PART = re.compile(r"([0-9]*)(?:\.([0-9]*))?([^0-9.]*)")  # ASCII digits only, as Go reads them
 _MAX = (1 << 63) - 1
 
 
-class DurationError(ValueError):
-    pass
+class DurationError(InvalidValue):
+    """A duration that is not one Go's ``time.ParseDuration`` reads; the message is Go's."""
 
 
 def parse_go(text: str) -> int:
@@ -72,7 +74,16 @@ def parse_go(text: str) -> int:
 
 
 def _quote(text: str) -> str:
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    """Go's ``time`` package quotes a duration its own way, not with ``%q``: ``"`` and ``\\``
+    escaped, and every byte of a control or non-ASCII character as ``\\xHH``."""
+    out = ['"']
+    for char in text:
+        if char < " " or char >= "\x80":
+            out.extend(f"\\x{byte:02x}" for byte in char.encode("utf-8", "surrogatepass"))
+        else:
+            out.append("\\" + char if char in '"\\' else char)
+    out.append('"')
+    return "".join(out)
 
 
 def _format_fraction(value: int, digits: int) -> str:

@@ -1,34 +1,242 @@
-"""JSON as Go's encoding/json writes it: compact, fields in the order given, numbers as their
-literal, HTML-safe. The store's columns and events are written with it, so the original's
-operator tools read them unchanged."""
+"""The one Go-compatible JSON encoder: one walk, written in the style each use needs.
+
+Every style writes as Go's ``encoding/json`` does: no insignificant whitespace; ``Number`` and
+``Raw`` as the literal text they hold; ints as digits; floats as their shortest round-trip
+digits; strings by their contents, with ``"`` and ``\\`` escaped, ``\\b \\f \\n \\r \\t`` short and
+every other control character below U+0020 as lowercase ``\\u00xx``, and a lone surrogate (which
+Go's strings cannot hold) as U+FFFD. The styles differ only in Go's own options and in two of the
+callers' own rules:
+
+- ``STORE`` (``go_json``): the store's columns and events. Fields in the order given (callers
+  order struct fields), HTML-safe (``<`` ``>`` ``&`` as ``\\u003c`` ``\\u003e`` ``\\u0026``),
+  U+2028/U+2029 escaped: what the original's operator tools read. Like ``json.dumps`` it writes
+  NaN and the infinities and keeps a lone surrogate, so its C fast path and this walk agree.
+- ``CANONICAL``: the hashing form (runtime-core §4.1). Keys sorted by their UTF-8 bytes, HTML-safe.
+- ``POLICY``: the form a policy is handed (§4.2): as ``CANONICAL`` with nothing HTML-escaped,
+  U+2028/U+2029 raw too.
+- ``SCHEMA``: the canonical schema form (proxy §1.8): keys sorted, HTML escaping off, U+2028/U+2029
+  escaped (Go's ``json.Marshal`` after ``SetEscapeHTML(false)``). Its numbers are written by the
+  schema form's decoder (``schema_form``), so here they are literals like any other.
+- ``MANIFEST``: a manifest file (§1.9): Go's ``MarshalIndent`` with two spaces, fields in the
+  order given, HTML-safe. Indented exactly as Go does it: the compact text, re-indented.
+
+A float that is not finite is refused (``JSONBoundaryError``) by every style but ``STORE``.
+"""
 
 from __future__ import annotations
 
 import json
+import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from agentrt_proxy.canonical.strict import Number
+from agentrt_proxy.canonical.values import JSONBoundaryError, Number
+
+__all__ = ["CANONICAL", "MANIFEST", "POLICY", "SCHEMA", "STORE", "Raw", "Style", "encode", "go_json", "string_writer"]
 
 
 class Raw(str):
     """JSON text embedded verbatim (Go's json.RawMessage)."""
 
 
-_GO_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
-_GO_ESCAPE_RE = re.compile("[<>&\u2028\u2029]")
+class Style:
+    """How one use writes JSON: Go's options (sorted map keys or struct order, HTML escaping,
+    indentation) and the two rules of the callers that differ from Go (the policy form's raw line
+    separators, the store's json.dumps treatment). A plain class whose walk is made on first use:
+    this module loads on the cold start."""
+
+    __slots__ = ("_walk", "escape_html", "escape_line_separators", "indent", "like_json_dumps", "sort_keys")
+
+    def __init__(
+        self,
+        *,
+        sort_keys: bool,
+        escape_html: bool,
+        escape_line_separators: bool = True,
+        indent: str = "",
+        like_json_dumps: bool = False,
+    ) -> None:
+        self.sort_keys = sort_keys  # object keys by UTF-8 byte order (after a lone surrogate became U+FFFD)
+        self.escape_html = escape_html  # < > & as \u003c \u003e \u0026 (Go's SetEscapeHTML)
+        # U+2028 U+2029 as \u2028 \u2029 (Go always; the policy form never)
+        self.escape_line_separators = escape_line_separators
+        self.indent = indent  # MarshalIndent's indent per level; "" writes compact JSON
+        # NaN and the infinities written, lone surrogates kept, as json.dumps does
+        self.like_json_dumps = like_json_dumps
+        self._walk: Callable[[Any, list[str]], None] | None = None  # made by the first encode
 
 
-def _go_escape(m: re.Match[str]) -> str:
-    return _GO_ESCAPES[m.group()]
+_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+_SURROGATE = re.compile("[\ud800-\udfff]")
+# json.dumps's own string writer (C): quotes, backslashes and every control character escaped.
+_encode_basestring: Callable[[str], str] = json.encoder.encode_basestring  # type: ignore[attr-defined]
+_LITERALS = (Number, Raw)
 
 
-def _go_string(s: str) -> str:
-    out = json.dumps(s, ensure_ascii=False)
-    if _GO_ESCAPE_RE.search(out) is None:
-        return out
-    return _GO_ESCAPE_RE.sub(_go_escape, out)
+def string_writer(style: Style) -> Callable[[str], str]:
+    """The function that writes one string, quotes included, in ``style``."""
+    escaped = ("<>&" if style.escape_html else "") + ("\u2028\u2029" if style.escape_line_separators else "")
+    surrogates = "" if style.like_json_dumps else "\ud800-\udfff"
+    if not escaped and not surrogates:
+        return _encode_basestring
+    pattern = re.compile(f"[{escaped}{surrogates}]")
+    search, sub = pattern.search, pattern.sub
+
+    def replace(match: re.Match[str]) -> str:
+        return _ESCAPES.get(match.group(), "\ufffd")
+
+    def write_string(text: str) -> str:
+        quoted = _encode_basestring(text)
+        # Only the characters of ``pattern`` change, and none of them is written escaped above.
+        return quoted if search(quoted) is None else sub(replace, quoted)
+
+    if style.escape_html:
+        return write_string
+
+    def write_string_without_html(text: str) -> str:
+        # Without < > &, every character to change is outside ASCII (a str knows it is ASCII at once).
+        return _encode_basestring(text) if text.isascii() else write_string(text)
+
+    return write_string_without_html
+
+
+def _as_go_decoded(key: str) -> str:
+    return _SURROGATE.sub("\ufffd", key)
+
+
+def _walker(style: Style) -> Callable[[Any, list[str]], None]:
+    write_string = string_writer(style)
+    sort_keys = style.sort_keys
+    like_json_dumps = style.like_json_dumps
+
+    def write(value: Any, out: list[str]) -> None:
+        if isinstance(value, str):
+            out.append(value if isinstance(value, _LITERALS) else write_string(value))
+        elif isinstance(value, dict):
+            if not value:
+                out.append("{}")
+                return
+            out.append("{")
+            if sort_keys:
+                keys = sorted(value)
+                if not like_json_dumps and not all(map(str.isascii, keys)) and _SURROGATE.search("".join(keys)):
+                    # Go sorts the keys its decoder made, where a lone surrogate is U+FFFD.
+                    keys = sorted(value, key=_as_go_decoded)
+                for key in keys:
+                    out.append(write_string(key))
+                    out.append(":")
+                    write(value[key], out)
+                    out.append(",")
+            else:
+                for key, item in value.items():
+                    out.append(write_string(key if isinstance(key, str) else str(key)))
+                    out.append(":")
+                    write(item, out)
+                    out.append(",")
+            out[-1] = "}"
+        elif isinstance(value, (list, tuple)):
+            if not value:
+                out.append("[]")
+                return
+            out.append("[")
+            for item in value:
+                write(item, out)
+                out.append(",")
+            out[-1] = "]"
+        elif value is None:
+            out.append("null")
+        elif value is True:
+            out.append("true")
+        elif value is False:
+            out.append("false")
+        elif isinstance(value, int):
+            out.append(str(value))
+        elif isinstance(value, float):
+            if math.isfinite(value):
+                out.append(float.__repr__(value))
+            elif like_json_dumps:
+                out.append("NaN" if math.isnan(value) else "Infinity" if value > 0 else "-Infinity")
+            else:
+                raise JSONBoundaryError(f"number {value} is not JSON")
+        elif isinstance(value, Mapping):
+            write(dict(value.items()), out)
+        else:
+            raise TypeError(f"cannot encode {type(value).__name__} as JSON")
+
+    return write
+
+
+STORE = Style(sort_keys=False, escape_html=True, like_json_dumps=True)
+CANONICAL = Style(sort_keys=True, escape_html=True)
+POLICY = Style(sort_keys=True, escape_html=False, escape_line_separators=False)
+SCHEMA = Style(sort_keys=True, escape_html=False)
+MANIFEST = Style(sort_keys=False, escape_html=True, indent="  ")
+
+
+# A string literal (escapes included), or one of the characters that structure JSON.
+_STRUCTURE = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[{}\[\],:]', re.DOTALL)
+
+
+def _indented(compact: str, indent: str) -> str:
+    """Go's ``json.Indent`` of compact JSON: one member or element a line, ``": "`` after a key,
+    and an empty object or array left as ``{}`` or ``[]``."""
+    out: list[str] = []
+    depth = 0
+    opened = False  # the line break after an opening bracket waits: the bracket may close at once
+    pos = 0
+    for match in _STRUCTURE.finditer(compact):
+        start, token = match.start(), match.group()
+        if start > pos:  # a number or a literal
+            if opened:
+                out.append("\n" + indent * depth)
+                opened = False
+            out.append(compact[pos:start])
+        pos = match.end()
+        char = token[0]
+        if char in "}]":
+            depth -= 1
+            if opened:
+                opened = False
+            else:
+                out.append("\n" + indent * depth)
+            out.append(token)
+            continue
+        if opened:
+            out.append("\n" + indent * depth)
+            opened = False
+        if char in "{[":
+            out.append(token)
+            depth += 1
+            opened = True
+        elif char == ",":
+            out.append(",\n" + indent * depth)
+        elif char == ":":
+            out.append(": ")
+        else:
+            out.append(token)
+    out.append(compact[pos:])  # a value that is a number or a literal alone
+    return "".join(out)
+
+
+def encode(value: Any, style: Style) -> str:
+    """``value`` as JSON text in ``style`` (see the module's description)."""
+    walk = style._walk
+    if walk is None:
+        walk = style._walk = _walker(style)
+    out: list[str] = []
+    walk(value, out)
+    text = "".join(out)
+    return _indented(text, style.indent) if style.indent else text
+
+
+# ------------------------------------------------------------------------------------ STORE
+
+_STORE_ESCAPES = re.compile("[<>&\u2028\u2029]")
+
+
+def _store_escape(match: re.Match[str]) -> str:
+    return _ESCAPES[match.group()]
 
 
 def _plain(value: Any) -> bool:
@@ -52,35 +260,16 @@ def _plain(value: Any) -> bool:
 
 
 def go_json(value: Any) -> str:
-    """Compact JSON as Go's encoding/json writes it: dicts in insertion order (callers
-    order struct fields; literal trees keep theirs), numbers as their literal, HTML-safe."""
+    """``value`` in the ``STORE`` style: compact, dicts in insertion order (callers order struct
+    fields; literal trees keep theirs), numbers as their literal, HTML-safe."""
     if _plain(value):
-        # The C encoder writes a plain tree as _go_json does; <, >, &, U+2028 and U+2029 can
+        # The C encoder writes a plain tree as the walk does; <, >, &, U+2028 and U+2029 can
         # only occur inside strings, so escaping them in the whole text is the same.
         out = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-        return out if _GO_ESCAPE_RE.search(out) is None else _GO_ESCAPE_RE.sub(_go_escape, out)
+        return out if _STORE_ESCAPES.search(out) is None else _STORE_ESCAPES.sub(_store_escape, out)
     return _go_json(value)
 
 
 def _go_json(value: Any) -> str:
-    if isinstance(value, Raw):
-        return str(value)
-    if isinstance(value, Number):
-        return str(value)
-    if isinstance(value, str):
-        return _go_string(value)
-    if value is None:
-        return "null"
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return json.dumps(value)
-    if isinstance(value, Mapping):
-        return "{" + ",".join(_go_string(str(k)) + ":" + _go_json(v) for k, v in value.items()) + "}"
-    if isinstance(value, (list, tuple)):
-        return "[" + ",".join(_go_json(v) for v in value) + "]"
-    raise TypeError(f"cannot encode {type(value).__name__} as JSON")
+    """The walk in the ``STORE`` style, for a tree the C encoder cannot write (literals, mappings)."""
+    return encode(value, STORE)

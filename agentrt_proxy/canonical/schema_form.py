@@ -7,6 +7,9 @@ parses to when that text denotes exactly the same decimal, else the literal's ow
 digits in Go's float shape. A duplicated key keeps its last value (as Go's decoder
 does). It is used for schema pins and for recorded ``structuredContent``; it is *not*
 the runtime's hashing form (that is ``canonical.canonical_bytes``).
+
+The decoder here writes each number in that shape as it reads it; the one encoder
+(``encoder.SCHEMA``) writes the rest.
 """
 
 from __future__ import annotations
@@ -14,8 +17,12 @@ from __future__ import annotations
 import codecs
 import hashlib
 import json
-import re
 from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from agentrt_proxy.canonical.encoder import SCHEMA, encode, string_writer
+from agentrt_proxy.canonical.values import Number
+from agentrt_proxy.errors import InvalidValue
 
 __all__ = [
     "SchemaFormError",
@@ -23,16 +30,13 @@ __all__ = [
     "description_hash",
     "encode_string",
     "format_number",
+    "parse_form",
     "schema_hash",
 ]
 
 
-class SchemaFormError(ValueError):
+class SchemaFormError(InvalidValue):
     """The raw text is not one JSON value."""
-
-
-class _Literal(str):
-    """A number as it was written."""
 
 
 def _go_replace(err: UnicodeError) -> tuple[str, int]:
@@ -44,7 +48,6 @@ def _go_replace(err: UnicodeError) -> tuple[str, int]:
 
 codecs.register_error("agentrt-go-replace", _go_replace)
 
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 _WS = " \t\n\r"
 
 
@@ -52,7 +55,12 @@ def _reject_constant(name: str) -> object:
     raise SchemaFormError(f"invalid character {name[0]!r} looking for beginning of value")
 
 
-_DECODER = json.JSONDecoder(parse_float=_Literal, parse_int=_Literal, parse_constant=_reject_constant)
+def _number(literal: str) -> Number:
+    # Each number is written in the schema form's shape as it is read (format_number).
+    return Number(format_number(literal))
+
+
+_DECODER = json.JSONDecoder(parse_float=_number, parse_int=_number, parse_constant=_reject_constant)
 
 
 def _decode(raw: bytes | str) -> tuple[object, bool]:
@@ -71,24 +79,12 @@ def _decode(raw: bytes | str) -> tuple[object, bool]:
     return value, True
 
 
-def _escape_char(m: re.Match[str]) -> str:
-    c = m.group(0)
-    special = {'"': '\\"', "\\": "\\\\", "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b", "\f": "\\f"}
-    if c in special:
-        return special[c]
-    if _LONE_SURROGATE.match(c):
-        return "\ufffd"
-    return f"\\u{ord(c):04x}"
-
-
-# Go always escapes U+2028/U+2029 (even without HTML escaping) and replaces
-# invalid UTF-16 (a lone surrogate from a `\ud800` escape) with U+FFFD.
-_NEEDS_ESCAPE = re.compile('["\\\\\x00-\x1f\u2028\u2029\ud800-\udfff]')
+_write_string = string_writer(SCHEMA)
 
 
 def encode_string(s: str) -> str:
     """``s`` as Go's encoder writes a JSON string with HTML escaping off, quotes included."""
-    return '"' + _NEEDS_ESCAPE.sub(_escape_char, s) + '"'
+    return _write_string(s)
 
 
 def _shape(negative: bool, digits: str, sci_exp: int, force_plain: bool = False) -> str:
@@ -131,49 +127,18 @@ def format_number(literal: str) -> str:
     return _shape(*_decimal_parts(exact))
 
 
-def _write(value: object, out: list[str]) -> None:
-    if isinstance(value, _Literal):
-        out.append(format_number(value))
-    elif isinstance(value, str):
-        out.append(encode_string(value))
-    elif value is True:
-        out.append("true")
-    elif value is False:
-        out.append("false")
-    elif value is None:
-        out.append("null")
-    elif isinstance(value, list):
-        out.append("[")
-        for i, item in enumerate(value):
-            if i:
-                out.append(",")
-            _write(item, out)
-        out.append("]")
-    elif isinstance(value, dict):
-        # After lone surrogates became U+FFFD, code point order is UTF-8 byte order,
-        # which is the order Go sorts map keys in.
-        items = sorted((_LONE_SURROGATE.sub("\ufffd", k), v) for k, v in value.items())
-        out.append("{")
-        for i, (key, item) in enumerate(items):
-            if i:
-                out.append(",")
-            out.append(encode_string(key))
-            out.append(":")
-            _write(item, out)
-        out.append("}")
-    else:  # pragma: no cover - the decoder produces nothing else
-        raise TypeError(type(value).__name__)
-
-
 def canonical_schema(raw: bytes | str) -> bytes:
     """The canonical schema form of ``raw`` (empty input is ``null``)."""
     value, _ = _decode(raw)
-    out: list[str] = []
     try:
-        _write(value, out)
+        return encode(value, SCHEMA).encode("utf-8")
     except RecursionError as exc:
         raise SchemaFormError("the schema is nested too deeply") from exc
-    return "".join(out).encode("utf-8")
+
+
+def parse_form(form: bytes) -> Any:
+    """The canonical schema form read back as a literal-keeping tree (it is JSON already)."""
+    return json.loads(form.decode("utf-8"), parse_int=Number, parse_float=Number)
 
 
 def schema_hash(raw: bytes | str) -> str:

@@ -10,7 +10,8 @@ the configuration) is checked here first, in the original's order and words:
 Parsed values keep every number as its literal (``Number``), because ``1250.5`` and
 ``1250.50`` are different requests and different approvals. The canonical (hashing)
 form sorts keys by UTF-8 bytes, drops whitespace, keeps literals and escapes strings in
-one fixed way; the policy form is the same without the HTML-safe escapes.
+one fixed way; the policy form is the same without the HTML-safe escapes. Both are written
+by the one encoder (``encoder.CANONICAL`` and ``encoder.POLICY``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,10 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from agentrt_proxy.canonical.encoder import CANONICAL, POLICY, encode
+from agentrt_proxy.canonical.quoting import go_quote
+from agentrt_proxy.canonical.values import JSONBoundaryError, Number
+
 MAX_DEPTH = 256
 MAX_NUMBER_LENGTH = 10_000
 MAX_EXPONENT = 10_000
@@ -29,27 +34,6 @@ MAX_EXPONENT = 10_000
 _STRING_LITERAL = re.compile(rb'"(?:[^"\\]|\\.)*"', re.DOTALL)
 _BRACKET = re.compile(rb"[\[\]{}]")
 _ESCAPE = re.compile(r"\\(?:u([0-9a-fA-F]{4})|.)", re.DOTALL)
-_HTML_UNSAFE = re.compile("[<>&\u2028\u2029]")
-_HTML_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
-_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-_encode_string = json.encoder.encode_basestring
-
-
-class JSONBoundaryError(ValueError):
-    """JSON the runtime refuses where it enters; ``reason`` is the original's wording."""
-
-    def __init__(self, reason: str) -> None:
-        super().__init__(reason)
-        self.reason = reason
-
-
-class Number(str):
-    """A JSON number, kept as the literal it was written as."""
-
-    __slots__ = ()
-
-    def is_integer_literal(self) -> bool:
-        return not any(c in self for c in ".eE")
 
 
 # --------------------------------------------------------------------------- the boundary
@@ -172,7 +156,7 @@ def _parse(raw: bytes | str) -> Any:
     if surrogate is not None:
         raise JSONBoundaryError(f"unpaired surrogate {surrogate}")
     if state.duplicate:
-        raise JSONBoundaryError(f"duplicate key {_go_quote(_first_duplicate_key(text))}")
+        raise JSONBoundaryError(f"duplicate key {go_quote(_first_duplicate_key(text))}")
     if state.overflow is not None and value is not state.overflow:
         raise JSONBoundaryError(f"number {_abbreviate(state.overflow)} overflows a 64-bit float")
     if state.number_error is not None:
@@ -277,84 +261,22 @@ class _DuplicateFinder:
                 return
 
 
-class _Found(Exception):
+class _Found(Exception):  # not an error: it ends the walk early and run catches it, so outside the tree
     def __init__(self, key: str) -> None:
         self.key = key
 
 
-def _go_quote(s: str) -> str:
-    """Double-quote like Go's %q for the common cases an error message meets."""
-    return json.dumps(s, ensure_ascii=False)
-
-
-# ------------------------------------------------------------------------------ the encoders
-
-
-def _escape_string(s: str, html_safe: bool) -> str:
-    if _LONE_SURROGATE.search(s):
-        # Cannot occur after the boundary; a schema read without it may carry one.
-        s = _LONE_SURROGATE.sub("\ufffd", s)
-    quoted: str = _encode_string(s)
-    if html_safe and _HTML_UNSAFE.search(quoted):
-        quoted = _HTML_UNSAFE.sub(lambda m: _HTML_ESCAPES[m.group()], quoted)
-    return quoted
-
-
-def _encode(value: Any, html_safe: bool, out: list[str]) -> None:
-    if isinstance(value, str):
-        out.append(value if isinstance(value, Number) else _escape_string(value, html_safe))
-    elif isinstance(value, dict):
-        if not value:
-            out.append("{}")
-            return
-        out.append("{")
-        first = True
-        for key in sorted(value):
-            if not first:
-                out.append(",")
-            first = False
-            out.append(_escape_string(key, html_safe))
-            out.append(":")
-            _encode(value[key], html_safe, out)
-        out.append("}")
-    elif isinstance(value, (list, tuple)):
-        if not value:
-            out.append("[]")
-            return
-        out.append("[")
-        for index, item in enumerate(value):
-            if index:
-                out.append(",")
-            _encode(item, html_safe, out)
-        out.append("]")
-    elif value is True:
-        out.append("true")
-    elif value is False:
-        out.append("false")
-    elif value is None:
-        out.append("null")
-    elif isinstance(value, int):
-        out.append(str(value))
-    elif isinstance(value, float):
-        if not math.isfinite(value):
-            raise JSONBoundaryError(f"number {value} is not JSON")
-        out.append(repr(value))
-    else:
-        raise TypeError(f"cannot encode {type(value).__name__} as JSON")
+# ------------------------------------------------------------------------------ the forms
 
 
 def canonical_bytes(value: Any) -> bytes:
     """The hashing form of a parsed value (keys sorted, no whitespace, HTML-safe escapes)."""
-    out: list[str] = []
-    _encode(value, True, out)
-    return "".join(out).encode("utf-8")
+    return encode(value, CANONICAL).encode("utf-8")
 
 
 def policy_text(value: Any) -> str:
     """The form a policy is handed: as canonical, without the HTML-safe escapes."""
-    out: list[str] = []
-    _encode(value, False, out)
-    return "".join(out)
+    return encode(value, POLICY)
 
 
 def canonical_json(raw: bytes | str) -> bytes:

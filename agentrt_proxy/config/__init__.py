@@ -1,6 +1,8 @@
-"""The configuration: strict loading, the file checks, the reach check."""
+"""The configuration: what it is (model), strict loading, the file checks, the reach check."""
 
-from agentrt_proxy.config.loading import (
+from agentrt_proxy.config.files import check_database_file, read_owned
+from agentrt_proxy.config.loading import load_config, read_rules
+from agentrt_proxy.config.model import (
     DEFAULT_POLICY,
     READ_ONLY,
     SIDE_EFFECTS,
@@ -9,12 +11,8 @@ from agentrt_proxy.config.loading import (
     ConfigError,
     Rule,
     ServerConfig,
-    check_database_file,
-    check_reach,
-    load_config,
-    read_owned,
-    read_rules,
 )
+from agentrt_proxy.config.reach import check_reach
 
 __all__ = [
     "DEFAULT_POLICY",

@@ -1,198 +1,48 @@
-"""The configuration file: strict loading, defaults, the file checks and the policy identity.
+"""The configuration file: strict loading and its defaults.
 
-One JSON object, read only when the current user owns it and nobody else can write it.
-Unknown fields and repeated keys are refused anywhere; every refusal names the file and
-the field. Relative ``database`` and ``manifest`` paths are taken against the file's own
-directory.
+One JSON object, read only when the current user owns it and nobody else can write it
+(``files.read_owned``). Unknown fields and repeated keys are refused anywhere; every refusal
+names the file and the field. Relative ``database`` and ``manifest`` paths are taken against
+the file's own directory.
 """
 
 from __future__ import annotations
 
-import hashlib
+import json
 import os
 import re
-import stat
 import urllib.parse
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NoReturn
 
 from agentrt_proxy import canonical
 from agentrt_proxy.canonical import JSONBoundaryError, Number
-from agentrt_proxy.canonical.durations import HOUR, MINUTE, SECOND, DurationError, format_go, parse_go
+from agentrt_proxy.canonical.durations import DurationError, format_go, parse_go
+from agentrt_proxy.canonical.quoting import go_quote
+from agentrt_proxy.config.files import read_owned
+from agentrt_proxy.config.model import (
+    DEFAULT_CONNECT_TIMEOUT,
+    DEFAULT_HOLD,
+    DEFAULT_LEASE_TTL,
+    DEFAULT_MAX_PENDING,
+    DEFAULT_POLICY,
+    DEFAULT_REPEAT_WINDOW,
+    DEFAULT_STATUS_TOOL,
+    DEFAULT_TTL,
+    MIN_LEASE_TTL,
+    OUTCOMES,
+    SESSION_PATTERN,
+    SIDE_EFFECTS,
+    TOOL_NAME_PATTERN,
+    Config,
+    ConfigError,
+    Rule,
+    ServerConfig,
+)
+from agentrt_proxy.config.reach import check_reach  # noqa: F401 (tests/program/test_examples.py reads loading.check_reach)
 
-# The side-effect classes, in order of what a call can do; READ_ONLY is the one that changes nothing.
-READ_ONLY = "read_only"
-SIDE_EFFECTS = (READ_ONLY, "local_mutation", "remote_mutation", "destructive")
-OUTCOMES = ("allow", "require_approval", "deny")
-DEFAULT_POLICY: dict[str, str] = {
-    READ_ONLY: "allow",
-    "local_mutation": "allow",
-    "remote_mutation": "require_approval",
-    "destructive": "deny",
-}
-DEFAULT_HOLD = 15 * SECOND
-DEFAULT_REPEAT_WINDOW = 10 * MINUTE
-DEFAULT_MAX_PENDING = 5
-DEFAULT_TTL = 24 * HOUR
-DEFAULT_LEASE_TTL = 30 * SECOND
-MIN_LEASE_TTL = 3 * SECOND
-DEFAULT_CONNECT_TIMEOUT = 30 * SECOND
-DEFAULT_STATUS_TOOL = "gate_status"
-POLICY_ID_PREFIX = "agentrt-proxy/sha256:"
-
-SESSION_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,64}")
-TOOL_NAME_PATTERN = re.compile(r"[a-zA-Z0-9_-]{1,64}")
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
-
-
-class ConfigError(Exception):
-    """A configuration the proxy refuses; the message names the file and the field."""
-
-
-@dataclass(frozen=True)
-class Rule:
-    """The operator's rule for one upstream tool (keyed by the server's own tool name)."""
-
-    side_effect: str = ""
-    timeout: int | None = None
-    description: str | None = None
-    deny: tuple[str, ...] = ()
-    fixed: dict[str, Any] = field(default_factory=dict)
-    rename: str | None = None
-    allow_hint_mismatch: bool = False
-    terminal: bool = False  # accepted for the rules.json shape; every proxy tool is terminal
-    outcome: str | None = None
-    repeat_window: int | None = None
-
-
-@dataclass(frozen=True)
-class ServerConfig:
-    name: str
-    manifest: Path
-    command: tuple[str, ...] | None = None
-    endpoint: str | None = None
-    env: tuple[str, ...] = ()
-    inherit_env: tuple[str, ...] = ()
-    headers: dict[str, str] = field(default_factory=dict)
-    connect_timeout: int = DEFAULT_CONNECT_TIMEOUT
-    default_timeout: int | None = None
-    rules: dict[str, Rule] = field(default_factory=dict)
-    skip_path_check: bool = False
-
-
-@dataclass(frozen=True)
-class Config:
-    path: Path
-    database: Path
-    session: str
-    servers: tuple[ServerConfig, ...]
-    policy: dict[str, str]
-    hold: int = DEFAULT_HOLD
-    repeat_window: int = DEFAULT_REPEAT_WINDOW
-    max_pending: int = DEFAULT_MAX_PENDING
-    approval_ttl: int = DEFAULT_TTL
-    grant_ttl: int = DEFAULT_TTL
-    status_tool: str = DEFAULT_STATUS_TOOL
-    lease_ttl: int = DEFAULT_LEASE_TTL
-
-    def policy_id(self) -> str:
-        """``agentrt-proxy/sha256:`` + hex SHA-256 of exactly what the policy decides from."""
-        return POLICY_ID_PREFIX + hashlib.sha256(canonical.canonical_bytes(self.policy_identity())).hexdigest()
-
-    def policy_identity(self) -> dict[str, Any]:
-        servers = []
-        for server in sorted(self.servers, key=lambda s: s.name):
-            rules: dict[str, Any] = {}
-            for tool, rule in server.rules.items():
-                entry: dict[str, Any] = {"side_effect": rule.side_effect}
-                if rule.outcome:
-                    entry["outcome"] = rule.outcome
-                if rule.fixed:
-                    entry["fixed"] = dict(rule.fixed)
-                if rule.rename:
-                    entry["rename"] = rule.rename
-                rules[tool] = entry
-            servers.append({"name": server.name, "rules": rules})
-        return {"policy": dict(self.policy), "servers": servers}
-
-    def window_for(self, rule: Rule | None) -> int:
-        if rule is not None and rule.repeat_window is not None:
-            return rule.repeat_window
-        return self.repeat_window
-
-    def protected_files(self) -> list[Path]:
-        """The files whose writer could rewrite the policy or forge an approval."""
-        return [self.path, self.database, *(server.manifest for server in self.servers)]
-
-
-# ------------------------------------------------------------------------------ file checks
-
-
-def _mode_text(mode: int) -> str:
-    return stat.filemode(mode)
-
-
-def check_owned(path: Path | str, st: os.stat_result) -> None:
-    """Refuse a file that is not regular, that group or others can write, or that another
-    user owns: whoever can write it can change what the tools may do."""
-    name = str(path)
-    if not stat.S_ISREG(st.st_mode):
-        raise ConfigError(f"{name} is not a regular file")
-    if os.name != "posix":
-        return
-    if st.st_mode & 0o022:
-        raise ConfigError(
-            f"{name} has mode {_mode_text(st.st_mode)}, which lets its group or others write it: chmod go-w it"
-        )
-    if st.st_uid != os.getuid():
-        mode = _mode_text(st.st_mode)
-        raise ConfigError(f"{name} (mode {mode}) is owned by uid {st.st_uid}, not by the current user")
-
-
-def read_owned(path: Path | str) -> bytes:
-    """Read a file through the ownership check, judged on the opened file itself."""
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
-    try:
-        fd = os.open(path, flags)
-    except OSError as err:
-        raise ConfigError(f"{path}: {err.strerror}") from None
-    try:
-        check_owned(path, os.fstat(fd))
-        chunks = []
-        while True:
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                break
-            chunks.append(chunk)
-        return b"".join(chunks)
-    except OSError as err:
-        raise ConfigError(f"{path}: {err.strerror}") from None
-    finally:
-        os.close(fd)
-
-
-def check_database_file(path: Path | str) -> None:
-    """Run before the store opens the database and again after: absent is fine, a symbolic
-    link or a file others can write is refused."""
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return
-    except OSError as err:
-        raise ConfigError(f"database: {path}: {err.strerror}") from None
-    if stat.S_ISLNK(st.st_mode):
-        raise ConfigError(f"database: {path} is a symbolic link; name the database file itself")
-    if not stat.S_ISREG(st.st_mode):
-        raise ConfigError(f"database: {path} is not a regular file")
-    try:
-        check_owned(path, st)
-    except ConfigError as err:
-        raise ConfigError(f"database: {err}") from None
-
-
-# --------------------------------------------------------------------------- strict reading
 
 
 class _Object:
@@ -212,9 +62,6 @@ class _Object:
     def get(self, name: str) -> Any:
         self.seen.add(name)
         return self.value.get(name)
-
-    def has(self, name: str) -> bool:
-        return name in self.value
 
     def string(self, name: str) -> str | None:
         value = self.get(name)
@@ -254,14 +101,14 @@ class _Object:
         except DurationError as err:
             self.errors.fail(f"{label}: {err}")
         if ns < 0:
-            self.errors.fail(f"{label}: duration \"{value}\" is negative")
+            self.errors.fail(f"{label}: duration {go_quote(value)} is negative")
         return ns
 
     def finish(self) -> None:
         for name in self.value:
             if name not in self.seen:
                 where = f" in {self.where}" if self.where else ""
-                self.errors.fail(f"unknown field \"{name}\"{where}")
+                self.errors.fail(f"unknown field {go_quote(name)}{where}")
 
 
 class _Errors:
@@ -291,8 +138,6 @@ def load_config(path: Path | str) -> Config:
 
 def _diagnose_invalid(data: bytes, errors: _Errors) -> None:
     """Say ``trailing data`` when one object is followed by more, as that is a common slip."""
-    import json
-
     try:
         _, _end = json.JSONDecoder().raw_decode(data.decode("utf-8").lstrip())
     except ValueError:
@@ -319,7 +164,7 @@ def _build(tree: Any, path: Path, errors: _Errors) -> Config:
     if not database:
         errors.fail("database is required")
     if session is None or not SESSION_PATTERN.fullmatch(session):
-        errors.fail(f"session {_q(session or '')} must be 1 to 64 letters, digits, '_' or '-'")
+        errors.fail(f"session {go_quote(session or '')} must be 1 to 64 letters, digits, '_' or '-'")
     if not isinstance(servers_value, list) or not servers_value:
         if servers_value is not None and not isinstance(servers_value, list):
             errors.fail("servers must be an array of server entries")
@@ -329,7 +174,7 @@ def _build(tree: Any, path: Path, errors: _Errors) -> Config:
     if lease_ttl is not None and lease_ttl < MIN_LEASE_TTL:
         errors.fail(f"lease_ttl {format_go(lease_ttl)} is shorter than 3s")
     if status_tool is not None and not TOOL_NAME_PATTERN.fullmatch(status_tool):
-        errors.fail(f"status_tool {_q(status_tool)} does not match ^[a-zA-Z0-9_-]{{1,64}}$")
+        errors.fail(f"status_tool {go_quote(status_tool)} does not match ^[a-zA-Z0-9_-]{{1,64}}$")
 
     servers = _servers(servers_value, base, errors)
     return Config(
@@ -348,15 +193,9 @@ def _build(tree: Any, path: Path, errors: _Errors) -> Config:
     )
 
 
-def _q(text: str) -> str:
-    import json
-
-    return json.dumps(text, ensure_ascii=False)
-
-
 def _in_server(name: str) -> Callable[[str], str]:
     """How a server entry's field is named in a message: ``server "<name>": <field>``."""
-    return lambda field: f"server {_q(name)}: {field}"
+    return lambda field: f"server {go_quote(name)}: {field}"
 
 
 def _absolute(base: Path, name: str) -> Path:
@@ -371,10 +210,10 @@ def _policy(value: Any, errors: _Errors) -> dict[str, str]:
         errors.fail("policy must be an object of side-effect class to outcome")
     for side_effect, outcome in value.items():
         if side_effect not in SIDE_EFFECTS:
-            errors.fail(f"policy: unknown side effect {_q(side_effect)}")
+            errors.fail(f"policy: unknown side effect {go_quote(side_effect)}")
         if not isinstance(outcome, str) or isinstance(outcome, Number) or outcome not in OUTCOMES:
             shown = outcome if isinstance(outcome, str) else canonical.policy_text(outcome)
-            errors.fail(f"policy: {side_effect}: outcome {_q(shown)} is not allow, require_approval, or deny")
+            errors.fail(f"policy: {side_effect}: outcome {go_quote(shown)} is not allow, require_approval, or deny")
         policy[side_effect] = outcome
     return policy
 
@@ -412,22 +251,22 @@ def _servers(values: list[Any], base: Path, errors: _Errors) -> tuple[ServerConf
         if not name:
             errors.fail(f"servers[{index}]: name is required")
         if name in names:
-            errors.fail(f"servers[{index}]: the name {_q(name)} is used twice")
+            errors.fail(f"servers[{index}]: the name {go_quote(name)} is used twice")
         names.add(name)
         if (command is None) == (endpoint is None) or (command is not None and not command):
-            errors.fail(f"server {_q(name)}: exactly one of command or endpoint is required")
+            errors.fail(f"server {go_quote(name)}: exactly one of command or endpoint is required")
         if command is not None and not command[0]:
-            errors.fail(f"server {_q(name)}: command[0], the program, is empty")
+            errors.fail(f"server {go_quote(name)}: command[0], the program, is empty")
         if not manifest:
-            errors.fail(f"server {_q(name)}: manifest is required")
+            errors.fail(f"server {go_quote(name)}: manifest is required")
         _check_env(name, env, inherit_env, errors)
         headers = _headers(name, headers_value, errors)
         if endpoint is not None:
             _check_endpoint(name, endpoint, errors)
             if env or inherit_env:
-                errors.fail(f"server {_q(name)}: env and inherit_env apply only to a stdio server (command)")
+                errors.fail(f"server {go_quote(name)}: env and inherit_env apply only to a stdio server (command)")
         elif headers:
-            errors.fail(f"server {_q(name)}: headers apply only to a streamable HTTP server (endpoint)")
+            errors.fail(f"server {go_quote(name)}: headers apply only to a streamable HTTP server (endpoint)")
         servers.append(
             ServerConfig(
                 name=name,
@@ -449,25 +288,25 @@ def _servers(values: list[Any], base: Path, errors: _Errors) -> tuple[ServerConf
 def _check_env(name: str, env: Iterable[str], inherit_env: Iterable[str], errors: _Errors) -> None:
     for entry in inherit_env:
         if not entry or "=" in entry:
-            errors.fail(f"server {_q(name)}: inherit_env entry {_q(entry)} is not a variable name")
+            errors.fail(f"server {go_quote(name)}: inherit_env entry {go_quote(entry)} is not a variable name")
     for entry in env:
         variable, sep, _ = entry.partition("=")
         if not sep or not variable:
-            errors.fail(f"server {_q(name)}: env entry {_q(entry)} is not NAME=value")
+            errors.fail(f"server {go_quote(name)}: env entry {go_quote(entry)} is not NAME=value")
 
 
 def _headers(name: str, value: Any, errors: _Errors) -> dict[str, str]:
     if value is None:
         return {}
     if not isinstance(value, dict):
-        errors.fail(f"server {_q(name)}: headers must be an object of header name to value")
+        errors.fail(f"server {go_quote(name)}: headers must be an object of header name to value")
     headers: dict[str, str] = {}
     for header, text in value.items():
         if not _HEADER_NAME.fullmatch(header):
-            errors.fail(f"server {_q(name)}: headers: {_q(header)} is not an HTTP header name")
+            errors.fail(f"server {go_quote(name)}: headers: {go_quote(header)} is not an HTTP header name")
         if not isinstance(text, str) or isinstance(text, Number) or any(c in text for c in "\r\n\0"):
             # The value itself is never echoed: it is usually a credential.
-            errors.fail(f"server {_q(name)}: headers: the value of {header} must be a one-line string")
+            errors.fail(f"server {go_quote(name)}: headers: the value of {header} must be a one-line string")
         headers[header] = text
     return headers
 
@@ -475,28 +314,14 @@ def _headers(name: str, value: Any, errors: _Errors) -> dict[str, str]:
 def _check_endpoint(name: str, endpoint: str, errors: _Errors) -> None:
     parsed = urllib.parse.urlsplit(endpoint)
     if parsed.scheme not in ("http", "https") or not parsed.hostname:
-        errors.fail(f"server {_q(name)}: endpoint {_q(endpoint)} is not an http:// or https:// URL")
-
-
-_RULE_FIELDS = (
-    "side_effect",
-    "timeout",
-    "terminal",
-    "description",
-    "deny",
-    "fixed",
-    "rename",
-    "allow_hint_mismatch",
-    "outcome",
-    "repeat_window",
-)
+        errors.fail(f"server {go_quote(name)}: endpoint {go_quote(endpoint)} is not an http:// or https:// URL")
 
 
 def _rules(server: str, value: Any, errors: _Errors) -> dict[str, Rule]:
     if value is None:
         return {}
     if not isinstance(value, dict):
-        errors.fail(f"server {_q(server)}: rules must be an object of tool name to rule")
+        errors.fail(f"server {go_quote(server)}: rules must be an object of tool name to rule")
     rules: dict[str, Rule] = {}
     for tool in sorted(value):
         rules[tool] = _rule(server, tool, value[tool], errors)
@@ -504,7 +329,7 @@ def _rules(server: str, value: Any, errors: _Errors) -> dict[str, Rule]:
 
 
 def _rule(server: str, tool: str, value: Any, errors: _Errors) -> Rule:
-    where = f"server {_q(server)}: tool {_q(tool)}"
+    where = f"server {go_quote(server)}: tool {go_quote(tool)}"
     entry = _Object(value, f"servers[{server}].rules.{tool}", errors)
     side_effect = entry.string("side_effect") or ""
     outcome = entry.string("outcome")
@@ -518,7 +343,7 @@ def _rule(server: str, tool: str, value: Any, errors: _Errors) -> Rule:
     terminal = entry.boolean("terminal")
     entry.finish()
     if outcome is not None and outcome not in OUTCOMES:
-        errors.fail(f"{where}: outcome {_q(outcome)} is not allow, require_approval, or deny")
+        errors.fail(f"{where}: outcome {go_quote(outcome)} is not allow, require_approval, or deny")
     if fixed_value is not None and not isinstance(fixed_value, dict):
         errors.fail(f"{where}: fixed must be an object of parameter name to value")
     return Rule(
@@ -545,99 +370,3 @@ def read_rules(path: Path | str) -> dict[str, Rule]:
     except JSONBoundaryError as err:
         errors.fail(f"not usable JSON: {err.reason}")
     return _rules(file_path.stem, tree, errors)
-
-
-# ----------------------------------------------------------------------------- reach check
-
-
-def _identity(path: str) -> tuple[int, int] | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return (st.st_dev, st.st_ino)
-
-
-def _resolve_existing(path: str) -> str:
-    """Resolve symbolic links as far as the path exists, keep the rest as written."""
-    return os.path.realpath(path)
-
-
-def _ancestry(path: str) -> list[str]:
-    chain = [path]
-    while True:
-        parent = os.path.dirname(path)
-        if parent == path:
-            return chain
-        chain.append(parent)
-        path = parent
-
-
-@dataclass
-class _Protected:
-    identities: dict[tuple[int, int], str] = field(default_factory=dict)
-    missing: dict[str, str] = field(default_factory=dict)
-
-
-def _protected(config: Config) -> _Protected:
-    protected = _Protected()
-    for file in config.protected_files():
-        absolute = os.path.abspath(file)
-        resolved = _resolve_existing(absolute)
-        if _identity(absolute) is None:
-            protected.missing[resolved] = str(file)
-        for chain in (_ancestry(absolute), _ancestry(resolved)):
-            for entry in chain:
-                identity = _identity(entry)
-                if identity is not None:
-                    protected.identities.setdefault(identity, str(file))
-    return protected
-
-
-def reach_candidates(argument: str, home: str | None = None) -> list[str]:
-    """The paths one command argument could name, in the spellings the check reads."""
-    candidates = [argument]
-    for separator in ("=", ":"):
-        _, sep, rest = argument.partition(separator)
-        if sep:
-            candidates.append(rest)
-    if argument.startswith("-") and not argument.startswith("--") and len(argument) > 2:
-        candidates.append(argument[2:])
-    for candidate in list(candidates):
-        parsed = urllib.parse.urlsplit(candidate)
-        if parsed.scheme.lower() == "file":
-            candidates.append(urllib.parse.unquote(parsed.path))
-    home = home if home is not None else os.path.expanduser("~")
-    expanded = []
-    for candidate in candidates:
-        if candidate == "~":
-            candidate = home
-        elif candidate.startswith("~/"):
-            candidate = os.path.join(home, candidate[2:])
-        if candidate:
-            expanded.append(candidate)
-    return expanded
-
-
-def check_reach(config: Config) -> None:
-    """Refuse, best effort, a stdio server whose arguments name one of the proxy's files or
-    a directory above one: such a server could rewrite the policy or forge an approval."""
-    protected = _protected(config)
-    for server in config.servers:
-        if server.skip_path_check or server.command is None:
-            continue
-        for argument in server.command[1:]:
-            for candidate in reach_candidates(argument):
-                absolute = os.path.abspath(candidate)
-                identity = _identity(absolute)
-                reached = (
-                    protected.identities.get(identity)
-                    if identity is not None
-                    else protected.missing.get(_resolve_existing(absolute))
-                )
-                if reached is not None:
-                    raise ConfigError(
-                        f"server {_q(server.name)}: its argument {_q(argument)} reaches {reached}, which the "
-                        "proxy's policy and approvals depend on: point the server elsewhere, or set "
-                        "skip_path_check on it if it cannot write there"
-                    )

@@ -1,41 +1,24 @@
 """MCP on the wire: JSON-RPC, framing, the host-facing server session, upstream clients.
 
-Knows nothing of gates, policies or what the model is told.
+Knows nothing of gates, policies or what the model is told; imports nothing of the program but
+``canonical`` and ``errors``.
+
+Each public name is imported from its module on first use (PEP 562): ``serve`` imports
+``mcp.spawn`` to start the stdio servers before anyio and the protocol code load (decision 0007),
+and importing a submodule runs this file first, so it imports nothing itself.
 """
 
 from __future__ import annotations
 
-import importlib
 from typing import TYPE_CHECKING, Any
 
-# Imported on first use (PEP 562), so ``mcp.spawn`` and ``mcp.spec`` load without anyio
-# and the protocol code: ``serve`` starts the stdio servers before importing them (0007).
-_WHERE = {
-    "client": ("Connection", "ListedTool", "ProgressCallback", "open_connection"),
-    "errors": ("ConfigError", "ConnectError", "McpError", "escape", "go_quote"),
-    "framing": ("LineBuffer",),
-    "jsonrpc": ("RawJSON",),
-    "results": ("INPUT_REQUIRED", "InputRequired", "cap_text", "map_result", "mapped_text"),
-    "server": (
-        "LATEST_PROTOCOL_VERSION", "SUPPORTED_PROTOCOL_VERSIONS", "CallContext", "JsonRpcError",
-        "ServerSession", "ToolHandler", "negotiate_version", "raw_arguments",
-    ),
-    "spec": (
-        "DEFAULT_CONNECT_TIMEOUT_NS", "DEFAULT_MAX_CONTENT_BYTES", "MAX_RESPONSE_BODY_BYTES", "MAX_TOOL_PAGES",
-        "MAX_TOOLS", "STDERR_TAIL_BYTES", "ServerSpec", "child_env",
-    ),
-    "sse": ("SSEParser",),
-    "stdio_streams": ("open_stdio",),
-}  # fmt: skip
-_MODULE_OF = {name: module for module, names in _WHERE.items() for name in names}
-
 if TYPE_CHECKING:
-    from .client import Connection, ListedTool, ProgressCallback, open_connection
-    from .errors import ConfigError, ConnectError, McpError, escape, go_quote
-    from .framing import LineBuffer
-    from .jsonrpc import RawJSON
-    from .results import INPUT_REQUIRED, InputRequired, cap_text, map_result, mapped_text
-    from .server import (
+    from agentrt_proxy.mcp.client import Connection, ListedTool, ProgressCallback, open_connection
+    from agentrt_proxy.mcp.errors import ConnectError, McpError, ServerSpecError
+    from agentrt_proxy.mcp.framing import LineBuffer
+    from agentrt_proxy.mcp.jsonrpc import RawJSON
+    from agentrt_proxy.mcp.results import INPUT_REQUIRED, InputRequired, cap_text, map_result, mapped_text
+    from agentrt_proxy.mcp.server import (
         LATEST_PROTOCOL_VERSION,
         SUPPORTED_PROTOCOL_VERSIONS,
         CallContext,
@@ -45,7 +28,7 @@ if TYPE_CHECKING:
         negotiate_version,
         raw_arguments,
     )
-    from .spec import (
+    from agentrt_proxy.mcp.spec import (
         DEFAULT_CONNECT_TIMEOUT_NS,
         DEFAULT_MAX_CONTENT_BYTES,
         MAX_RESPONSE_BODY_BYTES,
@@ -55,17 +38,67 @@ if TYPE_CHECKING:
         ServerSpec,
         child_env,
     )
-    from .sse import SSEParser
-    from .stdio_streams import open_stdio
+    from agentrt_proxy.mcp.sse import SSEParser
+    from agentrt_proxy.mcp.stdio_streams import open_stdio
+
+_CLIENT = {"Connection", "ListedTool", "ProgressCallback", "open_connection"}
+_ERRORS = {"ConnectError", "McpError", "ServerSpecError"}
+_RESULTS = {"INPUT_REQUIRED", "InputRequired", "cap_text", "map_result", "mapped_text"}
+_SERVER = {
+    "LATEST_PROTOCOL_VERSION", "SUPPORTED_PROTOCOL_VERSIONS", "CallContext", "JsonRpcError", "ServerSession",
+    "ToolHandler", "negotiate_version", "raw_arguments",
+}  # fmt: skip
+_SPEC = {
+    "DEFAULT_CONNECT_TIMEOUT_NS", "DEFAULT_MAX_CONTENT_BYTES", "MAX_RESPONSE_BODY_BYTES", "MAX_TOOL_PAGES",
+    "MAX_TOOLS", "STDERR_TAIL_BYTES", "ServerSpec", "child_env",
+}  # fmt: skip
 
 
 def __getattr__(name: str) -> Any:
-    module = _MODULE_OF.get(name)
-    if module is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    # Lazy (see the module's description): the cold start imports mcp.spawn before anyio may load.
+    value = _from_its_module(name)
     globals()[name] = value
     return value
+
+
+def _from_its_module(name: str) -> Any:
+    if name in _CLIENT:
+        from agentrt_proxy.mcp import client
+
+        return getattr(client, name)
+    if name in _ERRORS:
+        from agentrt_proxy.mcp import errors
+
+        return getattr(errors, name)
+    if name == "LineBuffer":
+        from agentrt_proxy.mcp.framing import LineBuffer
+
+        return LineBuffer
+    if name == "RawJSON":
+        from agentrt_proxy.mcp.jsonrpc import RawJSON
+
+        return RawJSON
+    if name in _RESULTS:
+        from agentrt_proxy.mcp import results
+
+        return getattr(results, name)
+    if name in _SERVER:
+        from agentrt_proxy.mcp import server
+
+        return getattr(server, name)
+    if name in _SPEC:
+        from agentrt_proxy.mcp import spec
+
+        return getattr(spec, name)
+    if name == "SSEParser":
+        from agentrt_proxy.mcp.sse import SSEParser
+
+        return SSEParser
+    if name == "open_stdio":
+        from agentrt_proxy.mcp.stdio_streams import open_stdio
+
+        return open_stdio
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = [
@@ -79,7 +112,6 @@ __all__ = [
     "STDERR_TAIL_BYTES",
     "SUPPORTED_PROTOCOL_VERSIONS",
     "CallContext",
-    "ConfigError",
     "ConnectError",
     "Connection",
     "InputRequired",
@@ -92,11 +124,10 @@ __all__ = [
     "SSEParser",
     "ServerSession",
     "ServerSpec",
+    "ServerSpecError",
     "ToolHandler",
     "cap_text",
     "child_env",
-    "escape",
-    "go_quote",
     "map_result",
     "mapped_text",
     "negotiate_version",

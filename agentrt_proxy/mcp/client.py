@@ -17,14 +17,14 @@ import anyio
 import anyio.abc
 
 from agentrt_proxy.canonical.durations import format_go
+from agentrt_proxy.canonical.quoting import go_escape, go_quote
 from agentrt_proxy.mcp import jsonrpc
+from agentrt_proxy.mcp.errors import ConnectError, McpError, SessionClosed, TransportError
+from agentrt_proxy.mcp.jsonrpc import METHOD_NOT_FOUND, DecodeFailure, ErrorResponse, Notification, Request, Response
 from agentrt_proxy.mcp.outcomes import NoAnswer, NoAnswerKind, Refused, RpcError, ToolOutcome
-
-from .errors import ConnectError, McpError, SessionClosed, TransportError, escape, go_quote
-from .jsonrpc import METHOD_NOT_FOUND, DecodeFailure, ErrorResponse, Notification, Request, Response
-from .results import map_result
-from .spans import SpanError, find_span, iter_elements, top_level_id
-from .spec import (
+from agentrt_proxy.mcp.results import map_result
+from agentrt_proxy.mcp.spans import SpanError, find_span, iter_elements, top_level_id
+from agentrt_proxy.mcp.spec import (
     CLIENT_INFO,
     CLIENT_PROTOCOL_VERSION,
     DEFAULT_MAX_CONTENT_BYTES,
@@ -33,7 +33,7 @@ from .spec import (
     ServerSpec,
     child_env,
 )
-from .transport import Transport
+from agentrt_proxy.mcp.transport import Transport
 
 __all__ = ["Connection", "ListedTool", "ProgressCallback", "open_connection"]
 
@@ -80,8 +80,6 @@ class Connection:
         self.tools: list[ListedTool] = []
         self.protocol_version: str | None = None
         self.server_info: dict[str, Any] = {}
-        self.capabilities: dict[str, Any] = {}
-        self.instructions: str | None = None
         if hasattr(transport, "is_answered"):
             transport.is_answered = self._is_answered  # an HTTP stream that ends early is resumed
 
@@ -180,7 +178,7 @@ class Connection:
             raise pending.failure
         answer = pending.answer
         if isinstance(answer, ErrorResponse):
-            raise TransportError(f"the server answered {method} with error {answer.code}: {escape(answer.message)}")
+            raise TransportError(f"the server answered {method} with error {answer.code}: {go_escape(answer.message)}")
         if isinstance(answer, _Undecodable):
             raise TransportError(f"the answer to {method} is not JSON: {answer.reason}")
         assert isinstance(answer, Response)
@@ -203,11 +201,8 @@ class Connection:
         self.protocol_version = version if isinstance(version, str) else CLIENT_PROTOCOL_VERSION
         if hasattr(self._transport, "protocol_version"):
             self._transport.protocol_version = self.protocol_version  # type: ignore[attr-defined]
-        info, caps = result.get("serverInfo"), result.get("capabilities")
+        info = result.get("serverInfo")
         self.server_info = info if isinstance(info, dict) else {}
-        self.capabilities = caps if isinstance(caps, dict) else {}
-        instructions = result.get("instructions")
-        self.instructions = instructions if isinstance(instructions, str) else None
         await self._notify("notifications/initialized")
 
     async def _list_tools(self) -> list[ListedTool]:
@@ -275,7 +270,7 @@ class Connection:
         """Call ``name`` upstream with ``arguments_text`` as given; classify what came back."""
         prefix = f"mcp: server {go_quote(self.server)}: tool {go_quote(name)}"
         if self._dead is not None:
-            return NoAnswer("dropped", f"{prefix}: {escape(self._dead)}")
+            return NoAnswer("dropped", f"{prefix}: {go_escape(self._dead)}")
         params: dict[str, Any] = {"name": name}
         if arguments_text is not None and arguments_text.strip():
             params["arguments"] = jsonrpc.RawJSON(arguments_text)
@@ -287,7 +282,7 @@ class Connection:
                 try:
                     msg_id, pending = await self._request("tools/call", params, on_progress=on_progress)
                 except SessionClosed as exc:
-                    return NoAnswer("dropped", f"{prefix}: {escape(str(exc))}")
+                    return NoAnswer("dropped", f"{prefix}: {go_escape(str(exc))}")
                 await pending.done.wait()
         finally:
             if msg_id is not None:
@@ -300,7 +295,7 @@ class Connection:
             return NoAnswer("timeout", f"{prefix}: timed out after {format_go(timeout_ns)}")
         if pending.failure is not None:
             kind: NoAnswerKind = "dropped" if isinstance(pending.failure, SessionClosed) else "protocol"
-            return NoAnswer(kind, f"{prefix}: {escape(str(pending.failure))}")
+            return NoAnswer(kind, f"{prefix}: {go_escape(str(pending.failure))}")
         answer = pending.answer
         if isinstance(answer, ErrorResponse):
             return RpcError(answer.code, answer.message, answer.data)
@@ -328,11 +323,12 @@ class Connection:
 
 
 def _make_transport(spec: ServerSpec, tg: anyio.abc.TaskGroup) -> Transport:
+    # Lazy: only the transport this server speaks loads (a stdio start never loads http.client and ssl).
     if spec.command:
-        from .stdio import StdioTransport
+        from agentrt_proxy.mcp.stdio import StdioTransport
 
         return StdioTransport(spec.name, spec.command, child_env(spec), tg)
-    from .http import HTTPTransport
+    from agentrt_proxy.mcp.http import HTTPTransport
 
     assert spec.endpoint is not None
     return HTTPTransport(spec.name, spec.endpoint, dict(spec.headers))
@@ -347,7 +343,7 @@ async def open_connection(
 ) -> AsyncIterator[Connection]:
     """Connect, initialize and list every tool within ``timeout_ns`` (default: the spec's).
 
-    Raises ``ConfigError`` for a bad entry and ``ConnectError`` naming the server and
+    Raises ``ServerSpecError`` for a bad entry and ``ConnectError`` naming the server and
     the phase (``connect`` or ``list tools``) otherwise. The connection is closed on
     leaving the block.
     """
@@ -381,7 +377,7 @@ async def open_connection(
             if scope.cancelled_caught:
                 failure = ConnectError(f"mcp: server {q}: {phase}: timed out after {format_go(bound_ns)}{detail}")
             else:
-                failure = ConnectError(f"mcp: server {q}: {phase}: {escape(str(error))}{detail}")
+                failure = ConnectError(f"mcp: server {q}: {phase}: {go_escape(str(error))}{detail}")
             tg.cancel_scope.cancel()
         else:
             try:

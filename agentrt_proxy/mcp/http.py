@@ -29,11 +29,13 @@ import anyio
 import anyio.from_thread
 import anyio.to_thread
 
-from .errors import SessionClosed, TransportError, escape
-from .spans import top_level_id
-from .spec import MAX_RESPONSE_BODY_BYTES
-from .sse import SSEParser
-from .transport import Deliver, OnClosed
+from agentrt_proxy.canonical.quoting import go_escape
+from agentrt_proxy.errors import UpstreamProtocolError
+from agentrt_proxy.mcp.errors import SessionClosed, TransportError
+from agentrt_proxy.mcp.spans import top_level_id
+from agentrt_proxy.mcp.spec import MAX_RESPONSE_BODY_BYTES
+from agentrt_proxy.mcp.sse import SSEParser
+from agentrt_proxy.mcp.transport import Deliver, OnClosed
 
 __all__ = ["HTTPTransport"]
 
@@ -51,8 +53,8 @@ class _StreamEnd:
         self.last_event_id, self.retry_ms = last_event_id, retry_ms
 
 
-class _BodyTooLarge(TransportError):
-    pass
+class _BodyTooLarge(TransportError, UpstreamProtocolError):
+    """The server's answer is longer than the body limit: it broke what this client accepts."""
 
 
 class HTTPTransport:
@@ -66,7 +68,7 @@ class HTTPTransport:
     ) -> None:
         parts = urlsplit(endpoint)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise TransportError(f"the endpoint {escape(endpoint)} is not an http:// or https:// URL")
+            raise TransportError(f"the endpoint {go_escape(endpoint)} is not an http:// or https:// URL")
         self._server = server
         self._https = parts.scheme == "https"
         self._host = parts.hostname
@@ -161,7 +163,7 @@ class HTTPTransport:
             except (OSError, http.client.HTTPException) as exc:
                 if self._closed:
                     raise SessionClosed("connection closed") from exc
-                raise TransportError(f"POST: {escape(str(exc) or type(exc).__name__)}") from exc
+                raise TransportError(f"POST: {go_escape(str(exc) or type(exc).__name__)}") from exc
             session = resp.getheader("Mcp-Session-Id")
             if session:
                 self.session_id = session
@@ -216,7 +218,7 @@ class HTTPTransport:
             except (OSError, http.client.HTTPException) as exc:
                 if self._closed:
                     raise SessionClosed("connection closed") from exc
-                raise TransportError(f"GET to resume the answer: {escape(str(exc) or type(exc).__name__)}") from exc
+                raise TransportError(f"GET to resume the answer: {go_escape(str(exc) or type(exc).__name__)}") from exc
             status = resp.status
             media = (resp.getheader("Content-Type") or "").split(";")[0].strip().lower()
             if status >= 300 or media != "text/event-stream":
@@ -224,7 +226,10 @@ class HTTPTransport:
                 gone = status == 404 or (status == 400 and b"No valid session ID" in body)
                 if gone and self.session_id is not None:
                     raise SessionClosed(f"the server ended the session (HTTP {status})")
-                what = f"HTTP {status} {escape(resp.reason)}" if status >= 300 else f"content type {escape(media)}"
+                if status >= 300:
+                    what = f"HTTP {status} {go_escape(resp.reason)}"
+                else:
+                    what = f"content type {go_escape(media)}"
                 raise TransportError(f"the server answered the GET that resumes the answer with {what}")
             # A resumed stream may stay open after the answer: stop reading once it came.
             return self._read_sse(resp, end, stop_when_answered=msg_id)
@@ -236,7 +241,9 @@ class HTTPTransport:
     ) -> tuple[bool, _StreamEnd | None]:
         status = resp.status
         if 300 <= status < 400:
-            raise TransportError(f"the server answered HTTP {status} {escape(resp.reason)}; redirects are not followed")
+            raise TransportError(
+                f"the server answered HTTP {status} {go_escape(resp.reason)}; redirects are not followed"
+            )
         if status in (202, 204) or (not expects_answer and 200 <= status < 300):
             self._read_body(resp)
             return not resp.will_close, None
@@ -246,9 +253,9 @@ class HTTPTransport:
                 raise SessionClosed(f"the server ended the session (HTTP {status})")
             if self._deliver_error(body):
                 return not resp.will_close, None
-            snippet = escape(body[:200].decode("utf-8", "replace").strip())
+            snippet = go_escape(body[:200].decode("utf-8", "replace").strip())
             raise TransportError(
-                f"the server answered HTTP {status} {escape(resp.reason)}" + (f": {snippet}" if snippet else "")
+                f"the server answered HTTP {status} {go_escape(resp.reason)}" + (f": {snippet}" if snippet else "")
             )
         media = (resp.getheader("Content-Type") or "").split(";")[0].strip().lower()
         if media == "text/event-stream":
@@ -258,7 +265,7 @@ class HTTPTransport:
             self._dispatch(self._read_body(resp))
             return not resp.will_close, None
         self._read_body(resp)
-        raise TransportError(f"the server answered with content type {escape(media or 'none')}")
+        raise TransportError(f"the server answered with content type {go_escape(media or 'none')}")
 
     def _deliver_error(self, body: bytes) -> bool:
         """A JSON-RPC error answer carried by an HTTP error status, if it names a request."""
@@ -314,7 +321,7 @@ class HTTPTransport:
         except (OSError, http.client.HTTPException) as exc:
             if self._closed:
                 raise SessionClosed("connection closed") from exc
-            raise TransportError(f"reading the answer: {escape(str(exc) or type(exc).__name__)}") from exc
+            raise TransportError(f"reading the answer: {go_escape(str(exc) or type(exc).__name__)}") from exc
 
     def _dispatch(self, message: bytes) -> None:
         deliver = self._deliver

@@ -4,6 +4,11 @@ Structured content is taken from the raw answer text (so numbers beyond float64
 survive), checked at the runtime's strict JSON boundary and written in the
 canonical schema form. Otherwise the content blocks become text, recorded as a JSON
 string of at most ``cap`` bytes counting its escaped form, quotes included.
+
+It stays on the wire (the design puts "mapping results to outcomes" in ``upstream/``): the
+mapping reads the exact answer line, which only the client holds, and the client's
+``call_tool`` hands every caller (the loaded tools, the demo, the conformance driver) an
+outcome, not a half-read answer plus its raw text. It needs only ``canonical/``.
 """
 
 from __future__ import annotations
@@ -15,8 +20,7 @@ from typing import Any
 from agentrt_proxy import canonical
 from agentrt_proxy.canonical.schema_form import SchemaFormError, canonical_schema, encode_string
 from agentrt_proxy.mcp.outcomes import Refused, Result
-
-from .spans import SpanError, find_span
+from agentrt_proxy.mcp.spans import SpanError, find_span
 
 __all__ = ["INPUT_REQUIRED", "TRUNCATION_MARKER", "InputRequired", "cap_text", "map_result", "mapped_text"]
 
@@ -30,7 +34,7 @@ INPUT_REQUIRED = "the server asked for more input, which this adapter does not s
 class InputRequired(Refused):
     """A modern-era ``resultType: "input_required"`` answer (MRTR): the server wants the
     client to answer its ``inputRequests`` and retry, which the proxy never does. It is a
-    refusal: the tools layer records it as ``<name>: <reason>`` (a known answer); any
+    refusal: the loaded tool (``upstream.loaded_tool``) records it as ``<name>: <reason>`` (a known answer); any
     other reader still sees a ``Refused`` whose raw bytes are the answer."""
 
     reason: str = INPUT_REQUIRED

@@ -18,10 +18,10 @@ from typing import Any, Protocol
 import anyio
 import anyio.abc
 
+from agentrt_proxy.errors import AgentrtError
 from agentrt_proxy.mcp import jsonrpc
-
-from .framing import LineBuffer
-from .jsonrpc import (
+from agentrt_proxy.mcp.framing import LineBuffer
+from agentrt_proxy.mcp.jsonrpc import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -36,7 +36,7 @@ from .jsonrpc import (
     RequestId,
     Response,
 )
-from .spans import SpanError, find_span, iter_elements
+from agentrt_proxy.mcp.spans import SpanError, find_span, iter_elements
 
 __all__ = [
     "LATEST_PROTOCOL_VERSION",
@@ -107,8 +107,10 @@ class ToolHandler(Protocol):
         ...
 
 
-class JsonRpcError(Exception):
-    """Raise from a handler (or inside the session) to answer with a JSON-RPC error."""
+class JsonRpcError(AgentrtError):
+    """Raise from a handler (or inside the session) to answer with a JSON-RPC error. Whose fault
+    it is the code says (-32602: the host's request; -32603: the proxy's own state), so it sits
+    at the root of the tree rather than under one branch."""
 
     def __init__(self, code: int, message: str, data: Any = None) -> None:
         super().__init__(message)

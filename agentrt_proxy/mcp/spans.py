@@ -16,6 +16,8 @@ import json
 import re
 from collections.abc import Iterator, Sequence
 
+from agentrt_proxy.errors import InvalidValue
+
 __all__ = ["SpanError", "find_span", "iter_elements", "iter_members", "top_level_id"]
 
 _WS = re.compile(r"[ \t\n\r]*")
@@ -23,7 +25,7 @@ _DECODER = json.JSONDecoder()
 _SCAN = _DECODER.scan_once  # type: ignore[attr-defined]
 
 
-class SpanError(ValueError):
+class SpanError(InvalidValue):
     """The text is not the JSON shape the scanner was asked to walk."""
 
 

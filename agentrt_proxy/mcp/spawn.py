@@ -23,8 +23,8 @@ import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from .errors import ConfigError
-from .spec import ServerSpec, child_env
+from agentrt_proxy.mcp.errors import ServerSpecError
+from agentrt_proxy.mcp.spec import ServerSpec, child_env
 
 __all__ = ["adopt", "kill_group", "kill_unadopted", "parent_death_hook", "spawn", "start_early"]
 
@@ -111,7 +111,7 @@ def start_early(servers: Iterable[Any]) -> None:
             spec.validate()
             env = child_env(spec)
             proc = spawn(spec.command, env)
-        except (ConfigError, OSError, ValueError, IndexError):
+        except (ServerSpecError, OSError, ValueError, IndexError):
             continue
         _early[server.name] = (tuple(spec.command), env, proc)
 

@@ -7,7 +7,8 @@ import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from .errors import ConfigError, go_quote
+from agentrt_proxy.canonical.quoting import go_quote
+from agentrt_proxy.mcp.errors import ServerSpecError
 
 __all__ = [
     "DEFAULT_CONNECT_TIMEOUT_NS",
@@ -53,20 +54,20 @@ class ServerSpec:
     connect_timeout_ns: int = 0  # 0: DEFAULT_CONNECT_TIMEOUT_NS
 
     def validate(self) -> None:
-        """Raise ``ConfigError`` with the original's wording for an unusable entry."""
+        """Raise ``ServerSpecError`` with the original's wording for an unusable entry."""
         if not self.name:
-            raise ConfigError("mcp: server name is required")
+            raise ServerSpecError("mcp: server name is required")
         q = go_quote(self.name)
         for name in self.inherit_env:
             if not name or "=" in name:
-                raise ConfigError(f"mcp: server {q}: InheritEnv entry {go_quote(name)} is not a variable name")
+                raise ServerSpecError(f"mcp: server {q}: InheritEnv entry {go_quote(name)} is not a variable name")
         for entry in self.env:
             if "=" not in entry or entry.startswith("="):
-                raise ConfigError(f"mcp: server {q}: Env entry {go_quote(entry)} is not NAME=value")
+                raise ServerSpecError(f"mcp: server {q}: Env entry {go_quote(entry)} is not NAME=value")
         if self.command and self.endpoint:
-            raise ConfigError(f"mcp: server {q}: Command and Endpoint are exclusive")
+            raise ServerSpecError(f"mcp: server {q}: Command and Endpoint are exclusive")
         if not self.command and not self.endpoint:
-            raise ConfigError(f"mcp: server {q}: one of Command or Endpoint is required")
+            raise ServerSpecError(f"mcp: server {q}: one of Command or Endpoint is required")
 
     @property
     def effective_connect_timeout_ns(self) -> int:

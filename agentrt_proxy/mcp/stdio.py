@@ -18,12 +18,12 @@ from collections.abc import Sequence
 import anyio
 import anyio.abc
 
+from agentrt_proxy.canonical.quoting import go_escape, go_quote
 from agentrt_proxy.mcp import spawn
-
-from .errors import SessionClosed, TransportError, escape, go_quote
-from .framing import LineBuffer
-from .spec import STDERR_TAIL_BYTES
-from .transport import Deliver, OnClosed
+from agentrt_proxy.mcp.errors import SessionClosed, TransportError
+from agentrt_proxy.mcp.framing import LineBuffer
+from agentrt_proxy.mcp.spec import STDERR_TAIL_BYTES
+from agentrt_proxy.mcp.transport import Deliver, OnClosed
 
 __all__ = ["StdioTransport"]
 
@@ -129,7 +129,7 @@ class StdioTransport:
                 stdin.write(data + b"\n")
                 await stdin.drain()
             except (OSError, RuntimeError) as exc:  # broken pipe, or a transport closing
-                raise SessionClosed(f"connection closed: {escape(str(exc))}") from exc
+                raise SessionClosed(f"connection closed: {go_escape(str(exc))}") from exc
 
     async def aclose(self) -> None:
         """Close stdin, wait, SIGTERM the group, then SIGKILL the group (descendants too)."""

@@ -1,6 +1,6 @@
 """The fake payment server of spec §4.1: a stdio MCP server standing in for a bank.
 
-Run as ``python -m agentrt_proxy.fakebank``. Environment: ``FAKE_PAYMENTS_LEDGER``
+Run as ``python -m agentrt_proxy.testing.fakebank``. Environment: ``FAKE_PAYMENTS_LEDGER``
 (the ledger file; one line per executed payment, fsync'ed before the answer) and
 ``FAKE_PAYMENTS_DESCRIPTION`` (replaces ``balance``'s description, to simulate a
 changed server). Built on the project's own host-facing session, not on an SDK, so
@@ -16,6 +16,7 @@ from typing import Any
 
 import anyio
 
+from agentrt_proxy.errors import InvalidValue
 from agentrt_proxy.mcp.jsonrpc import INVALID_PARAMS
 from agentrt_proxy.mcp.server import CallContext, JsonRpcError, ServerSession
 from agentrt_proxy.mcp.stdio_streams import open_stdio
@@ -45,8 +46,8 @@ def _text(text: str, *, is_error: bool = False) -> dict[str, Any]:
     return result
 
 
-class _InvalidArguments(Exception):
-    pass
+class _InvalidArguments(InvalidValue):
+    """Arguments the fake bank refuses, as an SDK server's validation would."""
 
 
 def _check(args: Any, schema: dict[str, Any]) -> dict[str, Any]:

@@ -16,6 +16,10 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from agentrt_proxy.canonical.quoting import go_quote
+
+__all__ = ["ELLIPSIS", "MAX_COMBINING", "clean", "go_quote", "sanitize", "to_valid_utf8", "truncate"]
+
 ELLIPSIS = "…"
 
 _INVISIBLE = (
@@ -111,28 +115,3 @@ def truncate(text: str, limit: int) -> str:
 def clean(text: str | bytes, limit: int) -> str:
     """Text a model, a server or an operator chose, made safe and bounded for prose."""
     return truncate(sanitize(text), limit)
-
-
-def go_quote(text: str) -> str:
-    """Double-quote like Go's ``%q`` does for printable text: escapes, quotes, backslashes."""
-    out = ['"']
-    for char in text:
-        if char == '"':
-            out.append('\\"')
-        elif char == "\\":
-            out.append("\\\\")
-        elif char == "\n":
-            out.append("\\n")
-        elif char == "\t":
-            out.append("\\t")
-        elif char == "\r":
-            out.append("\\r")
-        elif ord(char) < 0x20 or ord(char) == 0x7F:
-            out.append(f"\\x{ord(char):02x}")
-        elif 0x80 <= ord(char) <= 0x9F or _INVISIBLE_RE.match(char):
-            out.append(f"\\u{ord(char):04x}" if ord(char) <= 0xFFFF else f"\\U{ord(char):08x}")
-        else:
-            out.append(char)
-    out.append('"')
-    return "".join(out)
-

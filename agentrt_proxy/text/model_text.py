@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from agentrt_proxy.canonical.durations import format_go
 from agentrt_proxy.text.escaping import clean, go_quote
 
 # =============================================================================================
@@ -100,8 +101,6 @@ def unknown_outcome(ended: str, approval_id: str | None, error: str | None = Non
 
 
 def unrecorded(reason: str, window_ns: int) -> str:
-    from agentrt_proxy.canonical.durations import format_go  # lazy: durations loads datetime, off the cold start
-
     duplicate = f" An identical call within {format_go(window_ns)} is refused as a duplicate." if window_ns > 0 else ""
     return (
         f"{UNRECORDED}: the server answered this request, so it executed, but its answer could not be recorded "

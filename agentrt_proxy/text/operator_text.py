@@ -44,7 +44,7 @@ def operator_serving(session: str, database: str) -> str:
 
 
 # =============================================================================================
-# The operator's subcommands: runs, show, approve, reject, verify (operator.py).
+# The operator's subcommands: runs, show, approve, reject, verify (cli/operator.py).
 # Error lines go to standard error as "agentrt-proxy: <command>: <sentence>". Values from
 # the database are sanitized by the caller before they reach these templates.
 # =============================================================================================
@@ -94,7 +94,6 @@ OP_CHANGED = "approval {approval} changed after it was shown; run the command ag
 OP_HASH_BROKEN = (
     "approval {approval} no longer matches its hash: the row was edited behind the proxy; it cannot be decided"
 )
-OP_DECIDE_FAILED = "approval {approval} was not decided: {detail}"
 
 
 def op_prompt(verb: str, approval_id: str, run_id: str) -> str:

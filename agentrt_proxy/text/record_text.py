@@ -8,7 +8,7 @@ from __future__ import annotations
 from agentrt_proxy.text.model_text import ENDED_HOW
 
 # =============================================================================================
-# The policy's reasons, questions and notices (policy.py)
+# The policy's reasons, questions and notices (gate/policy.py)
 # =============================================================================================
 
 REASON_NO_POLICY = 'no policy for side effect "{cls}"'
@@ -29,7 +29,7 @@ DETAIL_TOOL_GONE = "the tool is no longer offered"
 
 
 # =============================================================================================
-# The operator's decisions refused (approvals.py)
+# The operator's decisions refused (gate/approvals.py)
 # =============================================================================================
 
 ERR_NOT_WAITING = "agentrt: run {run_id} is not waiting for approval"
@@ -43,7 +43,7 @@ ERR_CANNOT_CANCEL = "agentrt: run {run_id} is {status} and cannot be cancelled"
 
 
 # =============================================================================================
-# The runtime's decisions, observations and run details (gate_model.py)
+# The runtime's decisions, observations and run details (gate/model.py)
 # =============================================================================================
 
 ERR_NO_KIND = "decision has no kind"
@@ -82,7 +82,7 @@ ERR_NO_ANSWER = "{tool}: no answer from the server ({kind}): {detail}"
 
 
 # =============================================================================================
-# The gate's refusals (gate.py)
+# The gate's refusals (gate/session.py)
 # =============================================================================================
 
 ERR_SESSION_CLOSED = "agentrt: the session is closed"
@@ -95,7 +95,7 @@ ERR_LIMITS = "agentrt: limits need max_steps, max_consecutive_tool_failures and 
 
 
 # =============================================================================================
-# Collection and takeover refusals (gate_collect.py)
+# Collection and takeover refusals (gate/attach.py)
 # =============================================================================================
 
 ERR_TERMINAL = "agentrt: run {run_id} is {status} and cannot be resumed"
@@ -108,7 +108,7 @@ DETAIL_SCHEMA = "its arguments do not match the current schema: {error}"
 
 
 # =============================================================================================
-# The store's refusals and the chain's findings (store.py)
+# The store's refusals and the chain's findings (store/store.py)
 # =============================================================================================
 
 MSG_RUN_STATE = "agentrt: run {run_id} is not {expected}"
@@ -121,7 +121,7 @@ MSG_RUN_ID_TAKEN = "proxy: run id {run_id} is another call's: drawing a new one"
 
 
 # =============================================================================================
-# Opening the database refused (store_schema.py)
+# Opening the database refused (store/schema.py)
 # =============================================================================================
 
 MSG_SYMLINK = "agentrt: {path} is a symbolic link: refusing to open a database through a link"

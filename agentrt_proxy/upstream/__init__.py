@@ -1,28 +1,15 @@
-"""The pinned servers: manifests, the pure load checks, the registry of offered tools, connecting, schemas."""
+"""The pinned servers: what pin records, manifests, the pure load checks, the registry of offered tools, a
+loaded tool's call, connecting, argument validation."""
 
+from agentrt_proxy.upstream.loaded_tool import LoadedTool, is_known_answer, known_answer_pattern
 from agentrt_proxy.upstream.manifest import (
     ManifestError,
     manifest_text,
     read_manifest,
     write_manifest,
 )
-from agentrt_proxy.upstream.registry import (
-    LiveTool,
-    LoadedTool,
-    LoadError,
-    Manifest,
-    PinnedTool,
-    RefusedTool,
-    Registered,
-    Report,
-    decide,
-    hints_text,
-    is_known_answer,
-    known_answer_pattern,
-    live_tool,
-    load,
-    pin_tool,
-)
+from agentrt_proxy.upstream.pins import LiveTool, Manifest, PinnedTool, hints_text, live_tool, pin_tool
+from agentrt_proxy.upstream.registry import LoadError, RefusedTool, Registered, Report, decide, load
 from agentrt_proxy.upstream.servers import (
     Connector,
     OpenError,

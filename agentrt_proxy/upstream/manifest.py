@@ -14,83 +14,37 @@ from typing import Any
 
 from agentrt_proxy import canonical
 from agentrt_proxy.canonical import JSONBoundaryError, Number, schema_form
+from agentrt_proxy.canonical.encoder import MANIFEST, encode
 from agentrt_proxy.config import ConfigError, read_owned
+from agentrt_proxy.errors import ConfigurationError
 from agentrt_proxy.text import escaping
-from agentrt_proxy.upstream.registry import (
-    Manifest,
-    PinnedTool,
-    normalise_annotations,
-)
+from agentrt_proxy.upstream.pins import Manifest, PinnedTool, normalise_annotations
 
-_HTML_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"}
 
-class ManifestError(Exception):
+class ManifestError(ConfigurationError):
     """A manifest that cannot be read or used; the message names the file."""
 
 
 # ---------------------------------------------------------------------------- the manifest
 
 
-def _encode_string(text: str) -> str:
-    encoded = schema_form.encode_string(text)
-    for char, escape in _HTML_ESCAPES.items():
-        encoded = encoded.replace(char, escape)
-    return encoded
-
-
-def _indent(value: Any, prefix: str, out: list[str]) -> None:
-    """Go's ``MarshalIndent`` with two spaces: keys in the given order, literals kept."""
-    inner = prefix + "  "
-    if isinstance(value, dict) and value:
-        out.append("{\n")
-        for index, (key, item) in enumerate(value.items()):
-            out.append(f"{inner}{_encode_string(key)}: ")
-            _indent(item, inner, out)
-            out.append(",\n" if index < len(value) - 1 else "\n")
-        out.append(prefix + "}")
-    elif isinstance(value, list) and value:
-        out.append("[\n")
-        for index, item in enumerate(value):
-            out.append(inner)
-            _indent(item, inner, out)
-            out.append(",\n" if index < len(value) - 1 else "\n")
-        out.append(prefix + "]")
-    elif isinstance(value, dict):
-        out.append("{}")
-    elif isinstance(value, list):
-        out.append("[]")
-    elif isinstance(value, Number):
-        out.append(str(value))
-    elif isinstance(value, str):
-        out.append(_encode_string(value))
-    else:
-        out.append(canonical.policy_text(value))
-
-
-def _schema_tree(form: bytes) -> Any:
-    import json
-
-    return json.loads(form.decode("utf-8"), parse_int=Number, parse_float=Number)
-
-
 def manifest_text(manifest: Manifest) -> str:
-    """The manifest file's text: spec §1.9's shape, indented two spaces, newline-terminated."""
+    """The manifest file's text: spec §1.9's shape as Go's ``MarshalIndent`` writes it (two spaces,
+    fields in this order, HTML-safe), newline-terminated."""
     tools: dict[str, Any] = {}
     for name in sorted(manifest.tools):
         tool = manifest.tools[name]
         entry: dict[str, Any] = {
             "name": tool.name,
             "description": tool.description,
-            "input_schema": _schema_tree(tool.input_schema),
+            "input_schema": schema_form.parse_form(tool.input_schema),
             "schema_hash": tool.schema_hash,
             "description_hash": tool.description_hash,
         }
         if tool.annotations is not None:
             entry["annotations"] = tool.annotations
         tools[name] = entry
-    out: list[str] = []
-    _indent({"server": manifest.server, "pinned_at": manifest.pinned_at, "tools": tools}, "", out)
-    return "".join(out) + "\n"
+    return encode({"server": manifest.server, "pinned_at": manifest.pinned_at, "tools": tools}, MANIFEST) + "\n"
 
 
 def write_manifest(path: Path | str, manifest: Manifest) -> None:

@@ -1,7 +1,7 @@
 """Connecting to the pinned servers: listing one for ``pin``, opening all of them as serving does.
 
-``check`` and the serve layer's ``open_servers`` load every server against its manifest and rules
-(spec §1.11, §2.12).
+``check`` and serving (``proxy.runtime``) open every server with ``open_servers``, loading each
+against its manifest and rules (spec §1.11, §2.12).
 """
 
 from __future__ import annotations
@@ -18,27 +18,21 @@ import anyio
 from agentrt_proxy.canonical import schema_form
 from agentrt_proxy.canonical.durations import format_time
 from agentrt_proxy.config import Config, ConfigError, ServerConfig, check_reach
+from agentrt_proxy.errors import ConfigurationError
 from agentrt_proxy.text import escaping
+from agentrt_proxy.upstream.loaded_tool import LoadedTool
 from agentrt_proxy.upstream.manifest import ManifestError, read_manifest
-from agentrt_proxy.upstream.registry import (
-    Connection,
-    ListingFn,
-    LiveTool,
-    LoadedTool,
-    LoadError,
-    Manifest,
-    PinnedTool,
-    Report,
-    live_tool,
-    load,
-    pin_tool,
-)
+from agentrt_proxy.upstream.pins import LiveTool, Manifest, PinnedTool, live_tool, pin_tool
+from agentrt_proxy.upstream.registry import Connection, ListingFn, LoadError, Report, load
 
 Connector = Callable[[ServerConfig], ListingFn]
 
 
-class OpenError(Exception):
-    """Opening the servers failed; ``reports`` holds every report the loads produced."""
+class OpenError(ConfigurationError):
+    """The configured servers cannot be served: the reach check refused one, a manifest or a load
+    failed, a server could not be connected, or two register one name. Each is the operator's to
+    fix in the configuration, a pin or the server's entry; ``reports`` holds every report the
+    loads produced."""
 
     def __init__(self, message: str, reports: Sequence[Report] = ()) -> None:
         super().__init__(message)
@@ -49,7 +43,7 @@ class HeldConnection:
     """One upstream connection kept open by a task of its own.
 
     The wire layer's ``open_connection`` is a context manager whose task group must be
-    left by the task that entered it, while the serve layer opens servers in one task and
+    left by the task that entered it, while the proxy opens servers in one task and
     closes them from another. So each connection lives in its own asyncio task (the
     project runs anyio on asyncio), which enters the context, hands the connection over
     and waits to be released.
@@ -76,6 +70,7 @@ class HeldConnection:
             raise self.error
 
     async def _hold(self, timeout_ns: int) -> None:
+        # Lazy: the gate and the operator's commands import upstream for ToolSpec and never connect.
         from agentrt_proxy.mcp.client import open_connection
         from agentrt_proxy.mcp.spec import ServerSpec
 

@@ -63,6 +63,12 @@ def test_go_durations_parse_to_nanoseconds(text: str, ns: int) -> None:
         ("1e3s", 'time: unknown unit "e" in duration "1e3s"'),
         ("5 s", 'time: unknown unit " s" in duration "5 s"'),
         ("99999999999h", 'time: invalid duration "99999999999h"'),
+        # Go's time package quotes with its own quote: every byte of a control or non-ASCII character as \xHH
+        ("1é", 'time: unknown unit "\\xc3\\xa9" in duration "1\\xc3\\xa9"'),
+        ("5s\x1b[2J", 'time: unknown unit "s\\x1b[" in duration "5s\\x1b[2J"'),
+        ('1"\\', 'time: unknown unit "\\"\\\\" in duration "1\\"\\\\"'),
+        # and reads only ASCII digits (U+0661 is a digit to Python's \d)
+        ("\u0661s", 'time: invalid duration "\\xd9\\xa1s"'),
     ],
 )
 def test_malformed_durations_are_refused_with_gos_message(text: str, message: str) -> None:

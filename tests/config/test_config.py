@@ -199,6 +199,16 @@ def test_an_unsafe_session_name_is_refused(config_path: Path, session: str) -> N
     assert "must be 1 to 64 letters, digits, '_' or '-'" in message
 
 
+@pytest.mark.parametrize(
+    ("session", "quoted"),
+    [("a b", '"a b"'), ("a\nb\x1b[2J", '"a\\nb\\x1b[2J"'), ("\u202eevil", '"\\u202eevil"'), ('q"\\', '"q\\"\\\\"')],
+)
+def test_a_refused_value_is_quoted_as_go_quotes_it(config_path: Path, session: str, quoted: str) -> None:
+    # The original's %q: a control or bidi character in a refused value reaches no terminal raw.
+    message = refused(config_path, compact(minimal(session=session)))
+    assert f"session {quoted} must be" in message
+
+
 @pytest.mark.parametrize("session", ["a", "a" * 64, "Laptop_2-x", "0"])
 def test_a_safe_session_name_is_accepted(config_path: Path, session: str) -> None:
     assert load_text(config_path, compact(minimal(session=session))).session == session

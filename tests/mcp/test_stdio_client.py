@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -14,9 +15,10 @@ from typing import Any
 import anyio
 import pytest
 
-from agentrt_proxy.mcp import ConfigError, ConnectError, ServerSpec, child_env, open_connection
+from agentrt_proxy.mcp import ConnectError, ServerSpec, ServerSpecError, child_env, open_connection
 from agentrt_proxy.mcp.outcomes import NoAnswer, Refused, Result, RpcError
 from tests.processes import alive
+from tests.upstream.scripted import SCRIPTED, wait_dead, write_script
 
 pytestmark = pytest.mark.anyio
 
@@ -67,7 +69,7 @@ def test_malformed_env_entries_are_refused() -> None:  # TestServer_RejectsMalfo
         (ServerSpec(name="", command=["x"]), "mcp: server name is required"),
     ]
     for spec, message in cases:
-        with pytest.raises(ConfigError, match=message.replace("(", r"\(")):
+        with pytest.raises(ServerSpecError, match=message.replace("(", r"\(")):
             spec.validate()
 
 
@@ -257,3 +259,51 @@ async def test_close_kills_the_servers_descendants(tmp_path: Path) -> None:
     if alive(grandchild):
         os.kill(grandchild, signal.SIGKILL)
         pytest.fail("the grandchild ignoring SIGTERM survived close")
+
+
+# ------------------------------------------------------------ §5.13 #7: an outer cancellation is not a timeout
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="process groups are Unix")
+def test_a_callers_cancellation_is_reported_as_itself_not_as_the_phases_timeout(tmp_path: Path) -> None:
+    # TestPhaseErr_NamesTheStepOnlyWhenItsOwnDeadlineFired (the cancellation half)
+    pidfile = tmp_path / "pid"
+    script = write_script(tmp_path / "script.json", list="silent", grandchild_pidfile=str(pidfile))
+    spec = ServerSpec(name="fs", command=[sys.executable, SCRIPTED], env=[f"SCRIPT={script}"])
+    seen: list[BaseException] = []
+
+    async def cancelled_by_the_caller() -> bool:
+        with anyio.move_on_after(0.5) as scope:
+            try:
+                async with open_connection(spec, timeout_ns=30 * SECOND):
+                    pass
+            except BaseException as exc:  # record what left open_connection, then let it go on
+                seen.append(exc)
+                raise
+        return scope.cancelled_caught
+
+    assert anyio.run(cancelled_by_the_caller) is True
+    assert len(seen) == 1 and isinstance(seen[0], asyncio.CancelledError)  # asyncio is the product's loop
+    assert not isinstance(seen[0], ConnectError) and "timed out" not in str(seen[0])
+    assert wait_dead(int(pidfile.read_text())), "the server's grandchild survived the cancellation"
+
+    async def deadline_of_the_caller() -> None:
+        with anyio.fail_after(0.5):
+            async with open_connection(spec, timeout_ns=30 * SECOND):
+                pass
+
+    pidfile.unlink()
+    with pytest.raises(TimeoutError) as caught:  # the caller's own deadline, not "list tools: timed out after 30s"
+        anyio.run(deadline_of_the_caller)
+    assert not isinstance(caught.value, ConnectError) and "list tools" not in str(caught.value)
+    assert wait_dead(int(pidfile.read_text()))
+
+    async def own_deadline_inside_a_longer_one() -> None:
+        with anyio.fail_after(20):
+            async with open_connection(spec, timeout_ns=1 * SECOND):
+                pass
+
+    pidfile.unlink()
+    with pytest.raises(ConnectError, match=r'^mcp: server "fs": list tools: timed out after 1s'):
+        anyio.run(own_deadline_inside_a_longer_one)
+    assert wait_dead(int(pidfile.read_text()))

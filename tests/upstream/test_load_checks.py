@@ -31,6 +31,7 @@ from agentrt_proxy.upstream import (
     Report,
     decide,
     is_known_answer,
+    known_answer_pattern,
     live_tool,
     load,
     pin_tool,
@@ -413,7 +414,7 @@ def test_hidden_names_must_be_sound_to_hide() -> None:
 def test_the_known_answer_pattern_separates_answers_from_silence() -> None:
     # TestUnknown_ClassifiesRecordedErrors (the pattern's part of the table)
     tool = fixed_tool()
-    bank = registry.known_answer_pattern("bank", "pay", "bank_pay")
+    bank = known_answer_pattern("bank", "pay", "bank_pay")
     assert bank.match("bank/pay: 22 bytes, error: card declined for x")
     assert bank.match("bank/pay: 70000 bytes, truncated, error: long")
     assert bank.match("bank/pay: 9 bytes, truncated, structured content of 208 bytes dropped for the text, error: x")

@@ -32,6 +32,17 @@ from agentrt_proxy.upstream import (
     write_manifest,
 )
 from tests.conftest import run_program
+from tests.processes import alive
+from tests.upstream.scripted import (
+    OBJECT,
+    has_control,
+    run_check,
+    run_pin,
+    scripted_config,
+    tools_text,
+    wait_dead,
+    write_script,
+)
 
 READ_SCHEMA = '{"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"], "maximum": 1.0}'
 BANK = [
@@ -372,3 +383,97 @@ def test_a_loaded_tool_calls_the_real_bank_with_the_fixed_values_injected(tmp_pa
     assert denied.error_text == 'bank_pay: parameter "mode" is denied by the operator'
     assert fixed.error_text == 'bank_pay: parameter "currency" is fixed by the operator'
     assert ledger.read_text().count("\n") == 1
+
+
+# ------------------------------------------------------------ §5.13 #18: pin escapes the server's error
+
+
+def test_pin_prints_the_servers_error_message_escaped(tmp_path: Path) -> None:
+    # TestPin_ErrorEscapesTheServersMessage
+    forged = "no licence\x1b[2K\r\n\x07server fs: pinned 3 tools OK\x1b]0;owned\x07"
+    script = write_script(tmp_path / "script.json", list="error", list_error={"code": -32603, "message": forged})
+    config_path = scripted_config(tmp_path, script)
+    code, out, err = run_pin(config_path)
+    assert code == 1 and out == ""
+    assert err.endswith("\n") and err.count("\n") == 1
+    line = err[:-1]
+    assert not has_control(line), repr(line)
+    assert "pinned 3 tools OK" in line
+    assert line == (
+        'agentrt-proxy: error: mcp: server "fs": list tools: the server answered tools/list with error -32603: '
+        "no licence\\x1b[2K\\r\\n\\aserver fs: pinned 3 tools OK\\x1b]0;owned\\a"
+    )
+    assert not (tmp_path / "fs.json").exists()
+
+
+# ------------------------------------------------------------ §5.12 #4: a number change beyond float64
+
+
+def test_a_maximum_moving_from_2_53_plus_1_to_2_53_refuses_the_tool(tmp_path: Path) -> None:
+    # TestPin_SeesANumberChangeBeyondFloat64
+    assert float(2**53 + 1) == float(2**53)  # what a float64 decoding could not tell apart
+    big_default = "12345678901234567890"  # 20 digits, past 2^64 - 1 too
+
+    def schema(maximum: int) -> str:
+        return (
+            f'{{"type":"object","properties":{{"n":{{"type":"integer","maximum":{maximum},"default":{big_default}}}}}}}'
+        )
+
+    script = tmp_path / "script.json"
+    write_script(script, tools=tools_text(("limit", schema(2**53 + 1)), ("other", OBJECT)))
+    rules = {"limit": {"side_effect": "read_only"}, "other": {"side_effect": "read_only"}}
+    config_path = scripted_config(tmp_path, script, rules)
+    assert run_pin(config_path)[0] == 0
+    text = (tmp_path / "fs.json").read_text()
+    assert '"maximum": 9007199254740993' in text and f'"default": {big_default}' in text
+    pinned = read_manifest(tmp_path / "fs.json").tools["limit"]
+    assert pinned.input_schema == (
+        b'{"properties":{"n":{"default":12345678901234567890,"maximum":9007199254740993,"type":"integer"}},'
+        b'"type":"object"}'
+    )
+
+    code, out, err = run_check(config_path)  # unchanged: both register, the literals kept
+    assert code == 0, err
+    assert "fs: registered limit as fs_limit (read_only)" in out
+
+    write_script(script, tools=tools_text(("limit", schema(2**53)), ("other", OBJECT)))
+    code, out, err = run_check(config_path)
+    assert code == 0, err
+    assert out.splitlines()[:2] == [
+        "fs: registered other as fs_other (read_only)",
+        "fs: refused limit: the input schema changed since the pin",
+    ]
+
+
+# ------------------------------------------------------------ §5.13 #13: descendants die after Pin and Load
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="process groups are Unix")
+def test_the_servers_descendants_die_after_pin_and_after_load(tmp_path: Path) -> None:
+    # TestStdio_CloseKillsTheServersDescendants (after Pin, after Load)
+    pidfile = tmp_path / "pid"
+    script = write_script(
+        tmp_path / "script.json", tools=tools_text(("read_file", OBJECT)), grandchild_pidfile=str(pidfile)
+    )
+    config_path = scripted_config(tmp_path, script, {"read_file": {"side_effect": "read_only"}})
+    assert run_pin(config_path)[0] == 0
+    assert wait_dead(int(pidfile.read_text())), "the grandchild survived pin"
+
+    pidfile.unlink()
+
+    async def load_then_close() -> None:
+        opened = await open_servers(load_config(config_path))
+        try:
+            assert [tool.name for tool in opened.tools] == ["fs_read_file"]
+            assert alive(int(pidfile.read_text()))
+        finally:
+            await opened.aclose()
+
+    anyio.run(load_then_close)
+    assert wait_dead(int(pidfile.read_text())), "the grandchild survived closing what Load opened"
+
+    pidfile.unlink()  # a Load that registers nothing closes the connection itself
+    scripted_config(tmp_path, script, {})
+    code, _out, err = run_check(config_path)
+    assert code == 1 and "no tool registered" in err
+    assert wait_dead(int(pidfile.read_text())), "the grandchild survived a Load that registered nothing"

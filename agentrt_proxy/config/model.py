@@ -1,0 +1,115 @@
+"""What the configuration is: the side-effect classes and outcomes, the defaults, the operator's
+rules, one server's entry, the whole configuration and its policy identity, and its refusal.
+
+``loading`` reads a file into these; ``files`` and ``reach`` check the files they name.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from agentrt_proxy import canonical
+from agentrt_proxy.canonical.durations import HOUR, MINUTE, SECOND
+from agentrt_proxy.errors import ConfigurationError
+
+# The side-effect classes, in order of what a call can do; READ_ONLY is the one that changes nothing.
+READ_ONLY = "read_only"
+SIDE_EFFECTS = (READ_ONLY, "local_mutation", "remote_mutation", "destructive")
+OUTCOMES = ("allow", "require_approval", "deny")
+DEFAULT_POLICY: dict[str, str] = {
+    READ_ONLY: "allow",
+    "local_mutation": "allow",
+    "remote_mutation": "require_approval",
+    "destructive": "deny",
+}
+DEFAULT_HOLD = 15 * SECOND
+DEFAULT_REPEAT_WINDOW = 10 * MINUTE
+DEFAULT_MAX_PENDING = 5
+DEFAULT_TTL = 24 * HOUR
+DEFAULT_LEASE_TTL = 30 * SECOND
+MIN_LEASE_TTL = 3 * SECOND
+DEFAULT_CONNECT_TIMEOUT = 30 * SECOND
+DEFAULT_STATUS_TOOL = "gate_status"
+POLICY_ID_PREFIX = "agentrt-proxy/sha256:"
+
+SESSION_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,64}")
+TOOL_NAME_PATTERN = re.compile(r"[a-zA-Z0-9_-]{1,64}")
+
+
+class ConfigError(ConfigurationError):
+    """A configuration the proxy refuses; the message names the file and the field."""
+
+
+@dataclass(frozen=True)
+class Rule:
+    """The operator's rule for one upstream tool (keyed by the server's own tool name)."""
+
+    side_effect: str = ""
+    timeout: int | None = None
+    description: str | None = None
+    deny: tuple[str, ...] = ()
+    fixed: dict[str, Any] = field(default_factory=dict)
+    rename: str | None = None
+    allow_hint_mismatch: bool = False
+    terminal: bool = False  # accepted for the rules.json shape; every proxy tool is terminal
+    outcome: str | None = None
+    repeat_window: int | None = None
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    name: str
+    manifest: Path
+    command: tuple[str, ...] | None = None
+    endpoint: str | None = None
+    env: tuple[str, ...] = ()
+    inherit_env: tuple[str, ...] = ()
+    headers: dict[str, str] = field(default_factory=dict)
+    connect_timeout: int = DEFAULT_CONNECT_TIMEOUT
+    default_timeout: int | None = None
+    rules: dict[str, Rule] = field(default_factory=dict)
+    skip_path_check: bool = False
+
+
+@dataclass(frozen=True)
+class Config:
+    path: Path
+    database: Path
+    session: str
+    servers: tuple[ServerConfig, ...]
+    policy: dict[str, str]
+    hold: int = DEFAULT_HOLD
+    repeat_window: int = DEFAULT_REPEAT_WINDOW
+    max_pending: int = DEFAULT_MAX_PENDING
+    approval_ttl: int = DEFAULT_TTL
+    grant_ttl: int = DEFAULT_TTL
+    status_tool: str = DEFAULT_STATUS_TOOL
+    lease_ttl: int = DEFAULT_LEASE_TTL
+
+    def policy_id(self) -> str:
+        """``agentrt-proxy/sha256:`` + hex SHA-256 of exactly what the policy decides from."""
+        return POLICY_ID_PREFIX + hashlib.sha256(canonical.canonical_bytes(self.policy_identity())).hexdigest()
+
+    def policy_identity(self) -> dict[str, Any]:
+        servers = []
+        for server in sorted(self.servers, key=lambda s: s.name):
+            rules: dict[str, Any] = {}
+            for tool, rule in server.rules.items():
+                entry: dict[str, Any] = {"side_effect": rule.side_effect}
+                if rule.outcome:
+                    entry["outcome"] = rule.outcome
+                if rule.fixed:
+                    entry["fixed"] = dict(rule.fixed)
+                if rule.rename:
+                    entry["rename"] = rule.rename
+                rules[tool] = entry
+            servers.append({"name": server.name, "rules": rules})
+        return {"policy": dict(self.policy), "servers": servers}
+
+    def protected_files(self) -> list[Path]:
+        """The files whose writer could rewrite the policy or forge an approval."""
+        return [self.path, self.database, *(server.manifest for server in self.servers)]

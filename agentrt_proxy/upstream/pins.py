@@ -1,0 +1,98 @@
+"""What a server lists and what ``pin`` records of it (spec §1.9): one live tool, one pinned
+tool, a server's manifest, and the annotations as the SDK keeps them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from agentrt_proxy import canonical
+from agentrt_proxy.canonical import schema_form
+
+__all__ = ["LiveTool", "Manifest", "PinnedTool", "hints_text", "live_tool", "normalise_annotations", "pin_tool"]
+
+_ANNOTATION_BOOLS = ("readOnlyHint", "idempotentHint")  # omitted when false
+_ANNOTATION_NULLABLE = ("destructiveHint", "openWorldHint")  # omitted when absent
+
+
+@dataclass(frozen=True)
+class LiveTool:
+    """One tool as the server lists it now: decoded strings and the raw ``inputSchema``."""
+
+    name: str
+    description: str
+    annotations: dict[str, Any] | None
+    input_schema: str
+
+
+@dataclass(frozen=True)
+class PinnedTool:
+    """One tool as the manifest pins it."""
+
+    name: str
+    description: str
+    input_schema: bytes  # the canonical schema form
+    schema_hash: str
+    description_hash: str
+    annotations: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Manifest:
+    server: str
+    pinned_at: str
+    tools: dict[str, PinnedTool]
+
+
+def normalise_annotations(value: Any) -> dict[str, Any] | None:
+    """The server's annotations as the SDK's ``ToolAnnotations`` keeps them (spec §1.9)."""
+    if not isinstance(value, dict):
+        return None
+    kept: dict[str, Any] = {}
+    for key in _ANNOTATION_NULLABLE:
+        if isinstance(value.get(key), bool):
+            kept[key] = value[key]
+    for key in _ANNOTATION_BOOLS:
+        if value.get(key) is True:
+            kept[key] = True
+    title = value.get("title")
+    if isinstance(title, str) and title:
+        kept["title"] = title
+    return dict(sorted(kept.items()))
+
+
+def live_tool(name: str, description: str | None, annotations: Any, raw_schema: str | bytes) -> LiveTool:
+    # Each invalid byte its own U+FFFD, as Go decodes (and as schema_form does for bytes).
+    raw = raw_schema.decode("utf-8", "agentrt-go-replace") if isinstance(raw_schema, bytes) else raw_schema
+    return LiveTool(name, description or "", normalise_annotations(annotations), raw)
+
+
+def pin_tool(tool: LiveTool) -> PinnedTool:
+    """What ``pin`` records for one live tool (raises ``SchemaFormError`` on a broken schema)."""
+    form = schema_form.canonical_schema(tool.input_schema)
+    return PinnedTool(
+        name=tool.name,
+        description=tool.description,
+        input_schema=form,
+        schema_hash=canonical.sha256_hex(form),
+        description_hash=schema_form.description_hash(tool.description),
+        annotations=tool.annotations,
+    )
+
+
+def hints_text(annotations: Mapping[str, Any] | None) -> str:
+    """The hints ``pin`` shows: never a classification, only what the server claims."""
+    if annotations is None:
+        return "no annotations"
+    hints = []
+    if annotations.get("readOnlyHint") is True:
+        hints.append("readOnly")
+    if annotations.get("destructiveHint") is True:
+        hints.append("destructive")
+    if annotations.get("idempotentHint") is True:
+        hints.append("idempotent")
+    if annotations.get("openWorldHint") is True:
+        hints.append("openWorld")
+    return ",".join(hints) if hints else "claims nothing"

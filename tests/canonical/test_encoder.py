@@ -1,0 +1,166 @@
+"""The one Go-compatible encoder and its styles (runtime-core §4.1-4.2, proxy §1.8-1.9).
+
+Before the four writers it replaced were removed (the store's walk, the canonical forms'
+``_encode``, the schema form's ``_write``, the manifest's ``_indent``), each style was checked
+against its writer on random trees. What stays is the property where ``json.dumps`` should
+agree: on trees without number literals every style is ``json.dumps`` (keys sorted or not,
+compact or indented two spaces) followed by the style's escapes (spec: runtime-core §9.3).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from agentrt_proxy.canonical.encoder import (
+    CANONICAL,
+    MANIFEST,
+    POLICY,
+    SCHEMA,
+    STORE,
+    Raw,
+    Style,
+    _go_json,
+    encode,
+    go_json,
+)
+from agentrt_proxy.canonical.values import JSONBoundaryError, Number
+
+CHARS = list('ab<>&\u2028\u2029"\\/\n\r\t\b\f\x00\x01\x1f\x7f\x85é😀 \u202e')
+SURROGATES = ["\ud800", "\udbff", "\udc00", "\udfff"]
+
+texts = st.text(st.sampled_from(CHARS), max_size=8)
+texts_with_surrogates = st.text(st.sampled_from(CHARS + SURROGATES), max_size=8)
+ints = st.integers(min_value=-(10**30), max_value=10**30)
+finite_floats = st.floats(allow_nan=False, allow_infinity=False)
+
+
+def trees(leaves: st.SearchStrategy[Any], keys: st.SearchStrategy[str]) -> st.SearchStrategy[Any]:
+    def containers(children: st.SearchStrategy[Any]) -> st.SearchStrategy[Any]:
+        lists = st.lists(children, max_size=4)
+        return lists | lists.map(tuple) | st.dictionaries(keys, children, max_size=4)
+
+    return st.recursive(leaves, containers, max_leaves=24)
+
+
+PLAIN = st.none() | st.booleans() | ints | finite_floats | texts
+
+
+def escaped(text: str, characters: str) -> str:
+    # Every character a style escapes can only occur inside a string of JSON text.
+    table = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+    for char in characters:
+        text = text.replace(char, table[char])
+    return text
+
+
+def dumps(value: Any, **options: Any) -> str:
+    options.setdefault("separators", (",", ":"))
+    return json.dumps(value, ensure_ascii=False, **options)
+
+
+@settings(max_examples=300, deadline=None)
+@given(trees(PLAIN | st.floats() | texts_with_surrogates, texts_with_surrogates))
+def test_the_store_style_is_json_dumps_made_html_safe(value: Any) -> None:
+    assert encode(value, STORE) == _go_json(value) == go_json(value) == escaped(dumps(value), "<>&\u2028\u2029")
+
+
+@settings(max_examples=300, deadline=None)
+@given(trees(PLAIN, texts))
+def test_the_canonical_style_is_sorted_json_dumps_made_html_safe(value: Any) -> None:
+    assert encode(value, CANONICAL) == escaped(dumps(value, sort_keys=True), "<>&\u2028\u2029")
+
+
+@settings(max_examples=300, deadline=None)
+@given(trees(PLAIN, texts))
+def test_the_policy_style_is_sorted_json_dumps(value: Any) -> None:
+    assert encode(value, POLICY) == dumps(value, sort_keys=True)
+
+
+@settings(max_examples=300, deadline=None)
+@given(trees(st.none() | st.booleans() | ints | texts, texts))
+def test_the_schema_style_is_sorted_json_dumps_with_the_line_separators_escaped(value: Any) -> None:
+    assert encode(value, SCHEMA) == escaped(dumps(value, sort_keys=True), "\u2028\u2029")
+
+
+@settings(max_examples=300, deadline=None)
+@given(trees(PLAIN, texts))
+def test_the_manifest_style_is_json_dumps_indented_two_spaces_made_html_safe(value: Any) -> None:
+    assert encode(value, MANIFEST) == escaped(dumps(value, indent=2, separators=(",", ": ")), "<>&\u2028\u2029")
+
+
+@settings(max_examples=300, deadline=None)
+@given(trees(PLAIN | st.floats() | st.sampled_from([Number("1.50"), Number("-0"), Raw("[1,{}]")]), texts))
+def test_the_stores_c_fast_path_and_the_walk_write_the_same(value: Any) -> None:
+    assert go_json(value) == _go_json(value)
+
+
+STYLES = {"STORE": STORE, "CANONICAL": CANONICAL, "POLICY": POLICY, "SCHEMA": SCHEMA, "MANIFEST": MANIFEST}
+
+
+@pytest.mark.parametrize("style", STYLES.values(), ids=STYLES.keys())
+def test_every_style_writes_a_literal_as_the_text_it_holds(style: Style) -> None:
+    value = {"n": Number("1.50"), "r": Raw('{"b":1,"a":[2e1]}')}
+    assert encode(value, style).replace("\n", "").replace(" ", "") == '{"n":1.50,"r":{"b":1,"a":[2e1]}}'
+
+
+@pytest.mark.parametrize(
+    ("style", "text"),
+    [
+        (STORE, r'"\u003c\u0026\u003e \u2028 ' + "\ud800" + r' \n\u0001' + '\x7f"'),
+        (CANONICAL, r'"\u003c\u0026\u003e \u2028 ' + "\ufffd" + r' \n\u0001' + '\x7f"'),
+        (POLICY, '"<&> \u2028 \ufffd ' + r'\n\u0001' + '\x7f"'),
+        (SCHEMA, r'"<&> \u2028 ' + "\ufffd" + r' \n\u0001' + '\x7f"'),
+        (MANIFEST, r'"\u003c\u0026\u003e \u2028 ' + "\ufffd" + r' \n\u0001' + '\x7f"'),
+    ],
+    ids=STYLES.keys(),
+)
+def test_each_style_escapes_its_own_characters_in_a_string(style: Style, text: str) -> None:
+    assert encode("<&> \u2028 \ud800 \n\x01\x7f", style) == text
+
+@pytest.mark.parametrize(
+    ("style", "written"),
+    [(STORE, "[NaN,Infinity,-Infinity]"), *[(style, None) for style in (CANONICAL, POLICY, SCHEMA, MANIFEST)]],
+    ids=STYLES.keys(),
+)
+def test_a_float_that_is_not_finite_is_refused_by_every_style_but_the_store(style: Style, written: str | None) -> None:
+    value = [float("nan"), float("inf"), float("-inf")]
+    if written is not None:
+        assert encode(value, style) == written
+        return
+    with pytest.raises(JSONBoundaryError, match="number nan is not JSON"):
+        encode(value, style)
+
+
+@pytest.mark.parametrize("style", [CANONICAL, POLICY, SCHEMA], ids=["CANONICAL", "POLICY", "SCHEMA"])
+def test_keys_sort_by_their_utf8_bytes_with_a_lone_surrogate_as_u_fffd(style: Style) -> None:
+    # Go sorts the keys its decoder made: a lone surrogate is U+FFFD, after U+E000 and before 😀.
+    value = {"😀": 1, "\ud800": 2, "\ue000": 3, "b": 4, "B": 5, "é": 6}
+    assert encode(value, style) == '{"B":5,"b":4,"é":6,"\ue000":3,"\ufffd":2,"😀":1}'
+
+
+def test_the_store_keeps_the_order_given_and_writes_a_key_that_is_not_a_string_as_str() -> None:
+    assert go_json({"z": 1, "a": 2, 3: None, True: [Number("1e1")]}) == '{"z":1,"a":2,"3":null,"True":[1e1]}'
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (5, "5"),
+        ("x", '"x"'),
+        ({}, "{}"),
+        ([], "[]"),
+        ({"a": []}, '{\n  "a": []\n}'),
+        (
+            [1, [2, {}], {"b": {"c": None}}],
+            '[\n  1,\n  [\n    2,\n    {}\n  ],\n  {\n    "b": {\n      "c": null\n    }\n  }\n]',
+        ),
+        ({"a,b:": "x:{y},[z]\\\""}, '{\n  "a,b:": "x:{y},[z]\\\\\\""\n}'),
+    ],
+)
+def test_the_manifest_style_indents_as_gos_marshal_indent(value: Any, text: str) -> None:
+    assert encode(value, MANIFEST) == text
