@@ -15,7 +15,8 @@ from agentrt_proxy.store.errors import ClaimLost, RunIdTaken
 from agentrt_proxy.store.sqlite_errors import mapped
 from agentrt_proxy.store.states import CALL, OUTCOME_UNSEEN, illegal_move, transition_error
 from agentrt_proxy.store.transactions import Database
-from agentrt_proxy.text.record_text import MSG_CLAIM_LOST, MSG_RUN_ID_TAKEN
+from agentrt_proxy.text.operator_text import MSG_CLAIM_LOST
+from agentrt_proxy.text.record_text import MSG_RUN_ID_TAKEN
 
 
 @dataclass

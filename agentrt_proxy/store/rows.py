@@ -9,7 +9,7 @@ from dataclasses import dataclass, fields
 from typing import Any, TypeVar
 
 from agentrt_proxy.store.errors import NotFound
-from agentrt_proxy.text.record_text import MSG_RUN_NOT_FOUND, MSG_STEP_NOT_FOUND
+from agentrt_proxy.text.operator_text import MSG_RUN_NOT_FOUND, MSG_STEP_NOT_FOUND
 
 
 @dataclass

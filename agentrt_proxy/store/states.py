@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from agentrt_proxy.errors import IllegalTransition
-from agentrt_proxy.text.record_text import ERR_ILLEGAL_MOVE
+from agentrt_proxy.text.operator_text import ERR_ILLEGAL_MOVE
 
 # ----------------------------------------------------------------------------- the states
 

@@ -17,7 +17,8 @@ from agentrt_proxy.store.connection import BUSY_TIMEOUT_MS, file_identity
 from agentrt_proxy.store.errors import StoreError, StoreGone, WouldBlock
 from agentrt_proxy.store.sqlite_errors import is_busy, map_sqlite_errors
 from agentrt_proxy.store.tx import Tx
-from agentrt_proxy.text.record_text import ERR_STORE_GONE, ERR_STORE_READ_ONLY, ERR_TX_FAILED
+from agentrt_proxy.text.operator_text import ERR_STORE_GONE
+from agentrt_proxy.text.record_text import ERR_STORE_READ_ONLY, ERR_TX_FAILED
 
 
 class Database:

@@ -35,7 +35,8 @@ from agentrt_proxy.store.rows import (
 )
 from agentrt_proxy.store.sqlite_errors import mapped
 from agentrt_proxy.store.states import APPROVAL, NEW, RUN, STEP, born_illegal, illegal_move, transition_error
-from agentrt_proxy.text.record_text import ERR_NOT_SETTABLE, MSG_RUN_STATE
+from agentrt_proxy.text.operator_text import ERR_NOT_SETTABLE
+from agentrt_proxy.text.record_text import MSG_RUN_STATE
 
 
 class Tx:

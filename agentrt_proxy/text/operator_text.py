@@ -261,3 +261,25 @@ CLOSE_DENIED = "one call per run: the request was denied"
 CLOSE_INVALID = "one call per run: the request was invalid"
 CLOSE_TAKEN_OVER = "one call per run: taken over after an interruption, with nothing left in it to execute"
 CLOSE_UNRECORDED = "one call per run: the tool call executed and its result could not be recorded"
+
+
+# =============================================================================================
+# The store's errors: the proxy logs them for the operator and answers the model UNAVAILABLE
+# (or, for a bug, the host an internal error); no model reads them.
+# =============================================================================================
+
+MSG_RUN_NOT_FOUND = "agentrt: run {run_id} not found"
+MSG_STEP_NOT_FOUND = "agentrt: step {step_id} not found"
+ERR_NOT_SETTABLE = "not a settable column: {columns}"
+MSG_CLAIM_LOST = "proxy: the open call for this request is {current}, not {prev}"
+
+# A bug, never an answer: a compare-and-set asked for a move the state table (store/states.py)
+# does not hold. ``what`` is "run", "step <id>", "approval <id>" or "call <row id>".
+ERR_ILLEGAL_MOVE = (
+    "agentrt: illegal transition in run {run_id}: {what} {from_state} -> {to_state} is not an allowed move"
+)
+# The file at the database's path is no longer the one opened (deleted, or replaced by another):
+# in WAL mode SQLite would go on writing to the unlinked file, so the store refuses instead.
+ERR_STORE_GONE = (
+    "agentrt: the database {path} was deleted or replaced while it was open: nothing more is written to it"
+)

@@ -145,12 +145,8 @@ MSG_MISSING = "agentrt: {path} does not exist"
 # The store's and the gate's refusals, written where they are raised before (store/, gate/)
 # =============================================================================================
 
-MSG_RUN_NOT_FOUND = "agentrt: run {run_id} not found"
-MSG_STEP_NOT_FOUND = "agentrt: step {step_id} not found"
 MSG_APPROVAL_NOT_FOUND = "agentrt: approval {id} not found"
 ERR_STORE_READ_ONLY = "agentrt: the store was opened read-only"
-ERR_NOT_SETTABLE = "not a settable column: {columns}"
-MSG_CLAIM_LOST = "proxy: the open call for this request is {current}, not {prev}"
 ERR_TOOL_NAMES = "agentrt: tool names must be non-empty and unique"
 ERR_TOOL_TIMEOUT = "agentrt: tool {name}: timeout must be above zero"
 ERR_DECIDED_MEANWHILE = "agentrt: approval {id} was decided meanwhile"
@@ -159,14 +155,3 @@ ERR_NO_OUTCOME_WITHIN = "{tool}: no outcome within {seconds}s"
 DETAIL_PANIC = "panic: {error}"
 DETAIL_TOOL_UNREGISTERED = "the tool is no longer registered"
 DETAIL_UNKNOWN_RECONCILIATION = "unknown reconciliation {action}"
-
-# A bug, never an answer: a compare-and-set asked for a move the state table (store/states.py)
-# does not hold. ``what`` is "run", "step <id>", "approval <id>" or "call <row id>".
-ERR_ILLEGAL_MOVE = (
-    "agentrt: illegal transition in run {run_id}: {what} {from_state} -> {to_state} is not an allowed move"
-)
-# The file at the database's path is no longer the one opened (deleted, or replaced by another):
-# in WAL mode SQLite would go on writing to the unlinked file, so the store refuses instead.
-ERR_STORE_GONE = (
-    "agentrt: the database {path} was deleted or replaced while it was open: nothing more is written to it"
-)

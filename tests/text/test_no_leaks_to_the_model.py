@@ -97,6 +97,8 @@ ECHOED = {
     "failure": "how a tool failed",
     "detail": "the wire's description of the failure (server and tool names, a time-out)",
     "message": "the server's JSON-RPC error message",
+    "seconds": "a tool's timeout, in seconds",
+    "action": "the name of a reconciliation action the policy answered (the policy's own code)",
     "status": "a run's or an approval's state",
     "n": "a count or a step number",
     "code": "a JSON-RPC error code",
