@@ -38,7 +38,8 @@ from agentrt_proxy.gate import (
 )
 from agentrt_proxy.store import Approval, Event, NotFound, Run, Step, Store, StoreError, StoreUnavailable
 from agentrt_proxy.text import operator_text
-from agentrt_proxy.upstream import ToolSpec, schema_error
+from agentrt_proxy.upstream import ToolSpec
+from agentrt_proxy.upstream.validation import schema_error
 
 __all__ = ["Options", "Recheck", "recheck_run", "recheck_store", "run_ids"]
 

@@ -60,7 +60,7 @@ from agentrt_proxy.text.record_text import (
     REASON_INTERRUPTED,
     SUMMARY_INTERRUPTED,
 )
-from agentrt_proxy.upstream import schema_error
+from agentrt_proxy.upstream.validation import schema_error
 
 if TYPE_CHECKING:  # types only: gate.py imports this module, and session.py is gate.py's
     from agentrt_proxy.gate.gate import Gate

@@ -14,7 +14,8 @@ from agentrt_proxy.text.record_text import (
     ERR_UNKNOWN_ORIGIN,
     ERR_UNKNOWN_TOOL,
 )
-from agentrt_proxy.upstream import ToolSpec, schema_error
+from agentrt_proxy.upstream import ToolSpec
+from agentrt_proxy.upstream.validation import schema_error
 
 
 def validation_error(d: Decision, boundary_error: str, spec: ToolSpec | None, args: Any) -> str:

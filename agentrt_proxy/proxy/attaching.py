@@ -6,7 +6,7 @@ approval past its expiry. Each attaches through the gate, which judges the run a
 from __future__ import annotations
 
 from agentrt_proxy.gate import ALLOWED, DENIED, ENDED, PENDING, Gate, Session, Verdict
-from agentrt_proxy.proxy import answers
+from agentrt_proxy.proxy import answers, verdict_text
 from agentrt_proxy.proxy.applied import Answer, Applied, DecideAgain, Execute, Pending, Retry
 from agentrt_proxy.proxy.parts import OperatorLog
 from agentrt_proxy.proxy.settling import Settling, closing_of_denied
@@ -58,7 +58,7 @@ class Attaching:
             return Pending(verdict.approval)
         if verdict.outcome == DENIED and session is not None:
             self.settling.close_run(session, closing_of_denied(verdict))
-            return Answer(answers.prose(answers.denied_text(verdict)))
+            return Answer(answers.prose(verdict_text.denied_text(verdict)))
         if verdict.outcome == ENDED:
             return DecideAgain()  # e.g. the grant was too old: rule 4 answers EXPIRED
         if session is not None:

@@ -9,7 +9,7 @@ import dataclasses
 from collections.abc import Callable
 
 from agentrt_proxy.gate import ALLOWED, DENIED, PENDING, TERMINAL, Attempt, Decision, Session, Verdict
-from agentrt_proxy.proxy import answers
+from agentrt_proxy.proxy import answers, verdict_text
 from agentrt_proxy.proxy.actions import Begin
 from agentrt_proxy.proxy.applied import Answer, Applied, Execute, Pending, Retry
 from agentrt_proxy.proxy.parts import MAX_DECIDES, CallParts
@@ -60,7 +60,8 @@ class Beginning:
             self.log.waits(verdict.approval, tool.name)
             return Pending(verdict.approval)
         if verdict.outcome == DENIED:
-            return Answer(answers.prose(answers.denied_text(verdict)))  # closed and settled in the same transaction
+            # closed and settled in the same transaction
+            return Answer(answers.prose(verdict_text.denied_text(verdict)))
         run = read_run(self.store, run_id)
         return Answer(answers.prose(model_text.denied(run.reason_detail if run is not None else "the run ended")))
 

@@ -21,7 +21,7 @@ import anyio
 from agentrt_proxy import canonical
 from agentrt_proxy.gate import Limits
 from agentrt_proxy.mcp import CallContext
-from agentrt_proxy.proxy import answers, rules
+from agentrt_proxy.proxy import answers, rules, verdict_text
 from agentrt_proxy.proxy.actions import (
     Action,
     Answering,
@@ -92,7 +92,7 @@ class CallRules:
                     held = True
                     if await self.hold.wait(applied.approval, ctx):
                         continue
-                return answers.prose(answers.pending_text(applied.approval))
+                return answers.prose(verdict_text.pending_text(applied.approval))
             # Retry: the call lost a race; read again.
         return answers.prose(model_text.in_progress())
 

@@ -6,20 +6,20 @@ processes: decision 0007), then every upstream connected (adopting those process
 loaded while the store opens and migrates, then the database file check again.
 
 This module is imported in a worker thread (``session._import_runtime``), so the event loop
-answers ``initialize`` meanwhile. Importing the gate and upstream packages here already
-brings in the gate's session and jsonschema; the rules across calls and the status tool
-are imported by ``open_runtime`` in a worker thread while the upstreams connect.
+answers ``initialize`` meanwhile. It imports only what connecting needs; the gate, the rules
+across calls, the status tool and jsonschema (~130 ms of imports) are imported by
+``open_runtime`` in a worker thread while the upstreams connect (bench/RESULTS.md: the
+``tools/list`` gap over the upstream's own start).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 
 from agentrt_proxy.config import Config, ConfigError, check_database_file
-from agentrt_proxy.gate import Clock, Gate, OfferedTool, ProxyPolicy, WallClock
 from agentrt_proxy.mcp import CallContext, JsonRpcError, RawJSON
 from agentrt_proxy.mcp.spawn import kill_unadopted
 from agentrt_proxy.proxy import answers
@@ -27,6 +27,9 @@ from agentrt_proxy.store import Store, StoreError
 from agentrt_proxy.text import model_text, operator_text
 from agentrt_proxy.text.cli_text import program_invocation
 from agentrt_proxy.upstream import OpenError, OpenServers, open_servers
+
+if TYPE_CHECKING:
+    from agentrt_proxy.canonical.clock import Clock
 
 
 class Runtime:
@@ -42,6 +45,7 @@ class Runtime:
         hold_poll: float | None = None,
     ) -> None:
         # Imported by open_runtime's worker thread while the upstreams connect; here only looked up.
+        from agentrt_proxy.gate import Gate, OfferedTool, ProxyPolicy, WallClock
         from agentrt_proxy.proxy.calls import CallRules
         from agentrt_proxy.proxy.parts import CallParts, CallSettings, OperatorLog
         from agentrt_proxy.proxy.status import StatusReader
@@ -129,15 +133,15 @@ async def open_runtime(
     Why this order (the cold start, bench/RESULTS.md): an upstream's own start is the
     longest wait, so the upstreams are connected first, and the rules across calls and the
     status tool are imported in a worker thread meanwhile, while the store opens alongside.
-    (The gate's session and jsonschema, which this used to import here too, already came
-    in with the gate and upstream packages when this module was imported.)
     """
     opened: OpenServers | None = None
     store: Store | None = None
     failure: BaseException | None = None
 
     def import_heavy() -> None:
-        # The rules and the status tool, imported here in a worker thread while the upstreams connect.
+        # The gate, the rules and the status tool (and through them jsonschema), imported here in a
+        # worker thread while the upstreams connect.
+        from agentrt_proxy import gate  # noqa: F401
         from agentrt_proxy.proxy import calls, status  # noqa: F401
 
     async def open_upstreams() -> None:

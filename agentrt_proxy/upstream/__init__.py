@@ -1,5 +1,9 @@
 """The pinned servers: what pin records, manifests, the pure load checks, the registry of offered tools, a
-loaded tool's call, connecting, argument validation."""
+loaded tool's call, connecting.
+
+``upstream.validation`` (the tools' input schemas compiled, cached) is not re-exported here: it
+loads jsonschema, which the cold start keeps off the path to the first listing, so its users
+import it by its own name."""
 
 from agentrt_proxy.upstream.loaded_tool import LoadedTool, is_known_answer, known_answer_pattern
 from agentrt_proxy.upstream.manifest import (
@@ -20,9 +24,6 @@ from agentrt_proxy.upstream.servers import (
 )
 from agentrt_proxy.upstream.spec import (
     ToolSpec,
-)
-from agentrt_proxy.upstream.validation import (
-    schema_error,
 )
 
 __all__ = [
@@ -51,6 +52,5 @@ __all__ = [
     "pin_server",
     "pin_tool",
     "read_manifest",
-    "schema_error",
     "write_manifest",
 ]
