@@ -12,6 +12,7 @@ from typing import Any
 from agentrt_proxy import canonical
 from agentrt_proxy.canonical.durations import HOUR, SECOND, format_go, parse_time
 from agentrt_proxy.config import READ_ONLY
+from agentrt_proxy.errors import InvalidValue
 from agentrt_proxy.gate import INTERRUPTED_SIDE_EFFECT, WAITING, attempts
 from agentrt_proxy.proxy.rules import REASON_CANCELLED, REASON_EXPIRED, past_expiry
 from agentrt_proxy.store import Approval, Event, NotFound, ProxyCall, Run, Step, Store
@@ -21,7 +22,7 @@ RECENT_WINDOW = HOUR
 RECENT_LIMIT = 200
 
 
-class StatusArgumentsError(ValueError):
+class StatusArgumentsError(InvalidValue):
     """The status tool's arguments are not ``{}`` or ``{"approval_id": "<string>"}``."""
 
 
