@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import functools
 import re
-import time
 from datetime import datetime, timezone
 
 from agentrt_proxy.errors import InvalidValue
@@ -156,7 +155,3 @@ def parse_time(text: str) -> int:
         seconds -= offset if zone[0] == "+" else -offset
     return seconds * SECOND + (int(frac.ljust(9, "0")) if frac else 0)
 
-
-def wall_ns() -> int:
-    """The wall clock, which alone stamps leases."""
-    return time.time_ns()

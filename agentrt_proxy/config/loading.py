@@ -40,7 +40,6 @@ from agentrt_proxy.config.model import (
     Rule,
     ServerConfig,
 )
-from agentrt_proxy.config.reach import check_reach  # noqa: F401 (tests/program/test_examples.py reads loading.check_reach)
 
 _HEADER_NAME = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 

@@ -9,6 +9,7 @@ from agentrt_proxy.canonical import durations
 from agentrt_proxy.canonical.encoder import go_json
 from agentrt_proxy.config import READ_ONLY
 from agentrt_proxy.gate.approvals import approval_hash, stored_hash
+from agentrt_proxy.gate.arguments import args_error
 from agentrt_proxy.gate.attempts import INTERRUPTED_SIDE_EFFECT, last_interrupted_while_executing
 from agentrt_proxy.gate.model import (
     DENIED,
@@ -26,7 +27,6 @@ from agentrt_proxy.gate.model import (
 from agentrt_proxy.gate.policy import REQUIRE_APPROVAL, PolicyDecision, Reconciliation, RunView, ToolRequest
 from agentrt_proxy.gate.proposal import Proposal
 from agentrt_proxy.gate.transitions import expire_approval, fail_step, finish_run, pause
-from agentrt_proxy.gate.validation import args_error
 from agentrt_proxy.store import (
     APPROVAL_PENDING,
     APPROVED,

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from agentrt_proxy.canonical.encoder import go_json
+from agentrt_proxy.gate.arguments import validation_error
 from agentrt_proxy.gate.dispatch import dispatch_decision, end_on_policy_error
 from agentrt_proxy.gate.execution import CallTool, Execution, OnRecorded
 from agentrt_proxy.gate.leases import check_lease
@@ -32,7 +33,6 @@ from agentrt_proxy.gate.model import (
 from agentrt_proxy.gate.policy import RunView, ToolRequest
 from agentrt_proxy.gate.proposal import Proposal
 from agentrt_proxy.gate.transitions import fail_step, finish_run, resume_run
-from agentrt_proxy.gate.validation import validation_error
 from agentrt_proxy.store import (
     COMPLETED,
     DECIDING,

@@ -1,8 +1,8 @@
 """Every file under examples/ is loaded by the real code, so the examples cannot rot.
 
-Proxy configurations go through ``loading.load_config`` (copied into a temporary home with
+Proxy configurations go through ``config.load_config`` (copied into a temporary home with
 the placeholder ``/home/me`` replaced, mode 0600), the rules file through
-``loading.read_rules``, and every host configuration must start the single file with
+``config.read_rules``, and every host configuration must start the single file with
 ``python3 <...>.pyz serve -config <...>/proxy.json``. The filesystem example is also run as
 the README tells a newcomer to (pin, check, a host lists and calls the tools) when the
 stock filesystem server can be started with npx.
@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from agentrt_proxy.config import loading
+from agentrt_proxy import config
 from tests.conftest import REPO_ROOT, checked_target, run_program, target_argv, target_env
 
 EXAMPLES = REPO_ROOT / "examples"
@@ -52,19 +52,19 @@ def test_there_are_examples() -> None:
 
 @pytest.mark.parametrize("example", PROXY_CONFIGS, ids=lambda p: p.parent.name)
 def test_example_configuration_loads(example: Path, tmp_path: Path) -> None:
-    loaded = loading.load_config(install_example(example, tmp_path))
+    loaded = config.load_config(install_example(example, tmp_path))
     assert loaded.database == tmp_path / "proxy" / "proxy.db"
     assert loaded.servers, example
     for server in loaded.servers:
         assert server.manifest.parent == tmp_path / "proxy"
         assert server.rules, f"{example}: server {server.name} classifies nothing"
-        assert all(rule.side_effect in loading.SIDE_EFFECTS for rule in server.rules.values())
+        assert all(rule.side_effect in config.SIDE_EFFECTS for rule in server.rules.values())
     # The reach check passes: no server's arguments name the proxy's own files.
-    loading.check_reach(loaded)
+    config.check_reach(loaded)
 
 
 def test_filesystem_example_says_what_the_readme_says(tmp_path: Path) -> None:
-    loaded = loading.load_config(install_example(EXAMPLES / "filesystem" / "proxy.json", tmp_path))
+    loaded = config.load_config(install_example(EXAMPLES / "filesystem" / "proxy.json", tmp_path))
     assert loaded.policy["local_mutation"] == "require_approval"
     assert loaded.policy["read_only"] == "allow"
     (fs,) = loaded.servers
@@ -75,14 +75,14 @@ def test_filesystem_example_says_what_the_readme_says(tmp_path: Path) -> None:
 
 
 def test_http_example_is_a_streamable_http_server(tmp_path: Path) -> None:
-    loaded = loading.load_config(install_example(EXAMPLES / "http" / "proxy.json", tmp_path))
+    loaded = config.load_config(install_example(EXAMPLES / "http" / "proxy.json", tmp_path))
     (server,) = loaded.servers
     assert server.endpoint is not None and server.endpoint.startswith("http://127.0.0.1:")
     assert server.command is None
 
 
 def test_rules_file_reads(tmp_path: Path) -> None:
-    rules = loading.read_rules(install_example(EXAMPLES / "rules.json", tmp_path))
+    rules = config.read_rules(install_example(EXAMPLES / "rules.json", tmp_path))
     assert rules["write_file"].side_effect == "local_mutation"
     assert rules["write_file"].allow_hint_mismatch
 

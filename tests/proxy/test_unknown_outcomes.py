@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from agentrt_proxy import canonical
-from agentrt_proxy.canonical.durations import format_time, wall_ns
+from agentrt_proxy.canonical.clock import WALL
+from agentrt_proxy.canonical.durations import format_time
 from agentrt_proxy.gate import ALLOWED, Decision, attempts
 from agentrt_proxy.store import LeaseLost, RunStateError
 from agentrt_proxy.upstream import known_answer_pattern
@@ -351,7 +352,7 @@ async def test_a_call_cut_off_before_executing_is_no_attempt(tmp_path: Path, how
             session.close()
         else:
             runtime = h.proxy.runtime
-            assert runtime.store.renew_lease(run_id, runtime.gate.owner, format_time(wall_ns() - 1_000_000_000))
+            assert runtime.store.renew_lease(run_id, runtime.gate.owner, format_time(WALL.now_ns() - 1_000_000_000))
             with pytest.raises((LeaseLost, RunStateError)):
                 await session.execute(_call_upstream(tool))
         assert h.payments() == 0
