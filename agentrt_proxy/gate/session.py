@@ -272,10 +272,6 @@ class Session:
         self._guard(execution.start)
         execution.started = True
 
-    def _start_tool(self, step: Step, prop: Proposal) -> None:
-        # The start's writes alone (tests/cli/test_recheck.py leaves a run cut off with it).
-        Execution(self, step, prop).start()
-
     async def execute(self, call_tool: CallTool, on_recorded: OnRecorded | None = None) -> Verdict:
         """Run exactly the allowed request once and record its outcome, even if the caller
         is cancelled meanwhile (the recording is shielded). ``on_recorded(observation)``
@@ -288,10 +284,6 @@ class Session:
             raise RunStateError(ERR_NOT_ALLOWED.format(run_id=self.run_id))
         return await execution.run(call_tool, on_recorded)
 
-    @property
-    def _proposal(self) -> Proposal | None:
-        # The allowed proposal awaiting execution (tests/cli/test_recheck.py reads it).
-        return self._execution.prop if self._execution is not None else None
 
     # what an Execution tells its session -------------------------------------------
     def check_lease(self, tx: Tx) -> None:

@@ -103,7 +103,6 @@ ERR_NO_AWAITING = "agentrt: run {run_id} has no step awaiting approval"
 ERR_NOT_APPROVED = "agentrt: approval {id} of run {run_id} is {status}, not approved"
 ERR_TOOL_GONE = "agentrt: tool {name} of run {run_id} is no longer registered"
 ERR_APPROVAL_HASH = "agentrt: approval {id}: its stored fields no longer hash to its hash"
-DETAIL_NOT_JSON = "its recorded arguments are not usable JSON"
 DETAIL_SCHEMA = "its arguments do not match the current schema: {error}"
 
 

@@ -223,8 +223,8 @@ def test_a_takeover_pause_is_not_a_policy_evaluation_and_its_collection_rechecks
     rec = recorder(config_path)
     session, verdict = rec.begin("bank_pay", '{"to":"kim","amount":7}')
     assert verdict.outcome == ALLOWED
-    assert session.current is not None and session._proposal is not None
-    session._start_tool(session.current, session._proposal)  # the tool started; then the process died
+    assert session.current is not None
+    session.start_tool()  # the tool started; then the process died
     successor = Gate(rec.store, rec.policy, list(rec.gate.tools.values()), clock=rec.clock,
                      reconcile=rec.policy.reconcile)
     successor.owner = rec.gate.owner  # the same proxy, restarted: its own lease is not another's
