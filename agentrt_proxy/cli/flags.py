@@ -11,7 +11,10 @@ from dataclasses import dataclass, field
 
 from agentrt_proxy.errors import UsageError
 
-__all__ = ["Flags", "UsageError", "parse"]
+__all__ = ["INT64_MAX", "INT64_MIN", "Flags", "UsageError", "parse"]
+
+INT64_MAX = (1 << 63) - 1
+INT64_MIN = -(1 << 63)
 
 
 @dataclass
@@ -31,9 +34,13 @@ class Flags:
         if text is None:
             return default
         try:
-            return int(text, 10)
+            value = int(text, 10)
         except ValueError:
             raise UsageError(f"invalid value {text!r} for flag -{name}: not a whole number") from None
+        if not INT64_MIN <= value <= INT64_MAX:
+            # Go's int64 flags refuse it so; SQLite, which would be handed it, cannot hold it.
+            raise UsageError(f"invalid value {text!r} for flag -{name}: value out of range")
+        return value
 
 
 def parse(argv: list[str], *, options: tuple[str, ...] = (), switches: tuple[str, ...] = ()) -> Flags:

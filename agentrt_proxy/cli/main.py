@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable
 
 from agentrt_proxy import __version__
-from agentrt_proxy.errors import UsageError
+from agentrt_proxy.errors import AgentrtError, UsageError
 from agentrt_proxy.text.cli_text import PROGRAM, USAGE, help_text
 
 # Each command's module is imported only when it is chosen (lazy on purpose: ``--help`` and
@@ -121,6 +121,10 @@ def main(argv: list[str] | None = None) -> int:
     except UsageError as err:
         sys.stderr.write(f"{PROGRAM}: {name}: {err}\n\n{USAGE}")
         return 2
+    except AgentrtError as err:
+        # A refusal a command did not word itself: one line naming it, never a traceback.
+        sys.stderr.write(f"{PROGRAM}: {name}: {err}\n")
+        return 1
     except BrokenPipeError:
         # A reader such as `head` stopped reading: stop quietly, as a Go program would.
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

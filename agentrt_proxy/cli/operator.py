@@ -508,11 +508,11 @@ def _parse_head(text: str | None) -> tuple[int, str] | None:
     seq_text, sep, hash_ = text.partition(":")
     if (
         not sep
-        or not seq_text.isdigit()
+        or not (seq_text.isascii() and seq_text.isdigit())
         or not hash_
         or len(hash_) > views.HASH_BYTES
         or any(c not in "0123456789abcdef" for c in hash_)
-        or int(seq_text) < 1
+        or not 1 <= int(seq_text) <= flags.INT64_MAX
     ):
         raise UsageError(operator_text.OP_BAD_HEAD.format(text=escaping.go_quote(escaping.clean(text, 200))))
     return int(seq_text), hash_

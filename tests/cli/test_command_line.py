@@ -8,6 +8,7 @@ against the built .pyz.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -123,3 +124,65 @@ def test_a_non_numeric_integer_flag_is_a_usage_error() -> None:
         flags.parse(["-limit", "x"], options=("limit",)).integer("limit", 50)
 
 
+
+
+# ------------------------------------------------------------------------- numbers out of range
+
+INT64_MAX = (1 << 63) - 1
+NUMERIC_FLAGS = [
+    ["runs", "-offset"],
+    ["runs", "-limit"],
+    ["verify", "-from"],
+    ["verify", "-to"],
+]
+
+
+@pytest.fixture
+def empty_database(tmp_path: Path) -> str:
+    from agentrt_proxy.store import Store
+
+    path = str(tmp_path / "runs.db")
+    Store.open(path).close()
+    return path
+
+
+@pytest.mark.parametrize("command", NUMERIC_FLAGS, ids=[" ".join(c) for c in NUMERIC_FLAGS])
+@pytest.mark.parametrize("value", [str(INT64_MAX + 1), str(-(1 << 63) - 1), "1" + "0" * 40])
+def test_a_number_past_what_the_database_holds_is_a_usage_error_not_a_traceback(
+    command: list[str], value: str, empty_database: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main.main([*command, value, "-db", empty_database]) == 2
+    err = capsys.readouterr().err
+    first = err.splitlines()[0]
+    assert first == f"agentrt-proxy: {command[0]}: invalid value '{value}' for flag {command[1]}: value out of range"
+    assert "Traceback" not in err
+
+
+# What each command says, on an empty database, for the largest number it can be given.
+AT_THE_LIMIT = [
+    (["runs", "-offset"], 0, "no runs\n"),
+    (["runs", "-limit"], 0, "no runs\n"),
+    (["verify", "-from"], 0, "head: no events\nintact: no events in the range\n"),
+    (
+        ["verify", "-to"],
+        1,
+        f"head: no events\nintact: no events in the range\nnot reached: -to {INT64_MAX}; the chain ends at seq 0\n",
+    ),
+]
+
+
+@pytest.mark.parametrize(("command", "code", "out"), AT_THE_LIMIT, ids=[" ".join(c[0]) for c in AT_THE_LIMIT])
+def test_the_largest_number_the_database_holds_is_taken(
+    command: list[str], code: int, out: str, empty_database: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main.main([*command, str(INT64_MAX), "-db", empty_database]) == code
+    assert capsys.readouterr().out == out
+
+
+@pytest.mark.parametrize("head", [f"{INT64_MAX + 1}:ab", "²:ab", "0:ab"])
+def test_a_head_whose_seq_is_not_a_positive_int64_is_a_usage_error(
+    head: str, empty_database: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main.main(["verify", "-db", empty_database, "-head", head]) == 2
+    err = capsys.readouterr().err
+    assert "-head must be SEQ:HASH" in err and "Traceback" not in err
