@@ -11,6 +11,8 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
+from agentrt_proxy.mcp.spans import top_level_id
+
 __all__ = [
     "INTERNAL_ERROR",
     "INVALID_PARAMS",
@@ -33,6 +35,7 @@ __all__ = [
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
+MSG_TOO_DEEP = "the message is nested too deeply"
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
@@ -90,9 +93,12 @@ class Batch:
 
 @dataclass(frozen=True)
 class DecodeFailure:
-    """The line is not JSON (or not UTF-8): JSON-RPC answers -32700 with id null."""
+    """The line could not be decoded. Not JSON (or not UTF-8): JSON-RPC answers -32700 with id
+    null. Valid JSON nested past the decoder's depth: ``request_id`` is the top-level id read
+    from the line, so the request it belongs to is still answered (-32600, with that id)."""
 
     reason: str
+    request_id: RequestId | None = None
 
 
 Message = Request | Notification | Response | ErrorResponse
@@ -171,7 +177,7 @@ def decode_line(line: bytes) -> Message | Invalid | Batch | DecodeFailure | None
     try:
         obj = _DECODER.decode(text)
     except RecursionError:
-        return DecodeFailure("the message is nested too deeply")
+        return DecodeFailure(MSG_TOO_DEEP, top_level_id(text))
     except ValueError as exc:
         return DecodeFailure(f"the message is not JSON: {exc}")
     if isinstance(obj, list):

@@ -189,7 +189,11 @@ class ServerSession:
         if decoded is None:
             return
         if isinstance(decoded, DecodeFailure):
-            await self.send(jsonrpc.error(None, PARSE_ERROR, jsonrpc.error_message(PARSE_ERROR)))
+            if decoded.request_id is not None:
+                # Valid JSON too deep to decode: the request is still answered, by its own id.
+                await self.send(jsonrpc.error(decoded.request_id, INVALID_REQUEST, decoded.reason))
+            else:
+                await self.send(jsonrpc.error(None, PARSE_ERROR, jsonrpc.error_message(PARSE_ERROR)))
             return
         if isinstance(decoded, Batch):
             await self._dispatch_batch(decoded, tg)

@@ -261,3 +261,32 @@ async def test_a_vanished_host_does_not_crash_the_session() -> None:
         await h.write(init(), call(2, "echo", {}))
         await h.close_input()
     assert h.tools.finished == ["echo"]
+
+
+@pytest.mark.parametrize("depth", [990, 5000, 100_000])
+async def test_a_request_nested_past_the_decoders_depth_is_answered_by_its_own_id(depth: int) -> None:
+    deep = "[" * depth + "]" * depth
+    line = ('{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{"x":'
+            + deep + "}}}").encode()
+    h = Harness()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(h.session.run)
+        await h.write(init(), {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        await h.write(line, b'{"jsonrpc":"2.0","id":"after","method":"ping"}')
+        msgs = await h.wait_for(3)
+        await h.close_input()
+    answers = {m["id"]: m for m in msgs}
+    assert answers[7]["error"]["code"] == -32600
+    assert "nested too deeply" in answers[7]["error"]["message"]
+    assert answers["after"]["result"] == {}  # the session goes on
+    assert h.tools.seen == []  # nothing reached the tool
+
+
+async def test_a_line_too_deep_with_no_id_still_answers_a_parse_error_with_id_null() -> None:
+    h = Harness()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(h.session.run)
+        await h.write(("[" * 5000 + "]" * 5000).encode())
+        msgs = await h.wait_for(1)
+        await h.close_input()
+    assert [(m["id"], m["error"]["code"]) for m in msgs] == [(None, -32700)]
