@@ -23,11 +23,21 @@ def text_result(text: str, *, is_error: bool, structured: str | None = None) -> 
     return result
 
 
+# The ``_meta`` key that marks the proxy's own answers with their outcome (``PENDING_APPROVAL``,
+# ``DENIED``, …, ``GATE_STATUS``), so a host can tell them from a server's result whose text
+# happens to begin the same way. A tool's own result never carries it: the proxy builds every
+# result it returns afresh from the recorded content, and no server's ``_meta`` passes through.
+OUTCOME_META_KEY = "gate/outcome"
+
+
 def prose(text: str) -> dict[str, Any]:
     """One of the proxy's own sentences; its prefix (``DENIED``, ``PENDING_APPROVAL``, …) says
-    whether it is an error."""
+    whether it is an error, and is the outcome its ``_meta`` carries."""
     prefix = text.split(":", 1)[0]
-    return text_result(text, is_error=model_text.IS_ERROR.get(prefix, True))
+    result = text_result(text, is_error=model_text.IS_ERROR.get(prefix, True))
+    if prefix in model_text.IS_ERROR:
+        result["_meta"] = {OUTCOME_META_KEY: prefix}
+    return result
 
 
 def tool_result(content: Any) -> dict[str, Any]:

@@ -113,7 +113,7 @@ class Runtime:
             text = self.status.answer(approval_id, self.clock.now_ns())
         except StoreError:
             return answers.prose(model_text.unavailable(model_text.STATUS_COULD_NOT_READ))
-        return answers.text_result(text, is_error=False)
+        return answers.prose(text)  # GATE_STATUS: …
 
     async def close(self) -> None:
         await self.opened.aclose()
