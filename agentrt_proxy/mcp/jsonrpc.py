@@ -36,6 +36,7 @@ __all__ = [
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 MSG_TOO_DEEP = "the message is nested too deeply"
+MSG_NOT_INITIALIZED = "the session is not initialized: send initialize first"
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603

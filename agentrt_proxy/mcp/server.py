@@ -288,6 +288,10 @@ class ServerSession:
                 return jsonrpc.result(req.id, {})
             if req.method == "initialize":
                 return jsonrpc.result(req.id, self._initialize(req))
+            if req.method in ("tools/list", "tools/call") and self.protocol_version is None:
+                # The lifecycle: nothing but ping before initialize (a tool is never run for a
+                # host that has not said which revision it speaks).
+                raise JsonRpcError(INVALID_REQUEST, jsonrpc.MSG_NOT_INITIALIZED)
             if req.method == "tools/list":
                 tools = self._handler.list_tools()
                 if inspect.isawaitable(tools):  # the application may still be connecting upstreams

@@ -290,3 +290,22 @@ async def test_a_line_too_deep_with_no_id_still_answers_a_parse_error_with_id_nu
         msgs = await h.wait_for(1)
         await h.close_input()
     assert [(m["id"], m["error"]["code"]) for m in msgs] == [(None, -32700)]
+
+
+async def test_a_tool_is_never_run_for_a_host_that_has_not_initialized() -> None:
+    h = Harness()
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(h.session.run)
+        await h.write(call(1, "echo", {}), {"jsonrpc": "2.0", "id": 2, "method": "tools/list"})
+        await h.write({"jsonrpc": "2.0", "id": 3, "method": "ping"})
+        early = {m["id"]: m for m in await h.wait_for(3)}
+        assert h.tools.seen == []  # nothing reached the tool
+        await h.write(init(msg_id=4), {"jsonrpc": "2.0", "method": "notifications/initialized"})
+        await h.write(call(5, "echo", {}))
+        late = {m["id"]: m for m in await h.wait_for(5)}
+        await h.close_input()
+    assert early[1]["error"]["code"] == -32600 and "initialize" in early[1]["error"]["message"]
+    assert early[2]["error"]["code"] == -32600
+    assert early[3]["result"] == {}
+    assert late[5]["result"]["content"][0]["text"] == "echo"
+    assert h.tools.seen == [("echo", "{}")]
