@@ -28,6 +28,7 @@ from agentrt_proxy.gate.model import (
     proxy_limits,
 )
 from agentrt_proxy.gate.policy import (
+    DENY,
     REQUIRE_APPROVAL,
     OfferedTool,
     PolicyDecision,
@@ -50,6 +51,7 @@ from agentrt_proxy.store import (
 __all__ = [
     "ALLOWED",
     "DENIED",
+    "DENY",
     "ENDED",
     "INTERRUPTED_SIDE_EFFECT",
     "OUTCOME_KNOWN",

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from agentrt_proxy.gate import Clock
-from agentrt_proxy.proxy.rules import Settle, SettleEmpty, Settlement
+from agentrt_proxy.proxy.actions import Settle, SettleEmpty, Settlement
 from agentrt_proxy.proxy.view import (
     ATTEMPTS,
     FOR_KEY,

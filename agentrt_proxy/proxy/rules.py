@@ -26,6 +26,7 @@ from agentrt_proxy import canonical
 from agentrt_proxy.canonical.durations import format_go, format_time_seconds, parse_time
 from agentrt_proxy.config import READ_ONLY
 from agentrt_proxy.gate import (
+    DENY,
     INTERRUPTED_SIDE_EFFECT,
     OUTCOME_NONE,
     REQUIRE_APPROVAL,
@@ -67,7 +68,6 @@ from agentrt_proxy.proxy.view import (
 from agentrt_proxy.store import Approval, ProxyCall, Run, Step
 from agentrt_proxy.text import model_text
 
-DENY = "deny"  # the policy's outcome for a tool it refuses outright (gate/policy.py)
 # Why the gate ended a run (the run's reason), as the gate and an operator's decisions record it.
 REASON_REJECTED = "approval_rejected"
 REASON_EXPIRED = "approval_expired"
