@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from agentrt_proxy.errors import ConfigurationError, UpstreamDropped, UpstreamError, UpstreamNotSent
 
-__all__ = ["ConnectError", "McpError", "ServerSpecError", "SessionClosed", "TransportError"]
+__all__ = ["ConnectError", "McpError", "NotSentError", "ServerSpecError", "SessionClosed", "TransportError"]
 
 
 class McpError(UpstreamError):
@@ -30,3 +30,10 @@ class TransportError(UpstreamError):
 class SessionClosed(TransportError, UpstreamDropped):
     """The session is gone for good (process exited, HTTP session expired): a request written
     before it ended has an unknown outcome."""
+
+
+class NotSentError(TransportError, UpstreamNotSent):
+    """The request provably never reached the server: spawning failed, the child had already
+    exited, connecting was refused, nothing could be written, or the HTTP session was gone and
+    could not be renewed. A call that fails so is a known failure (seed: "a refusal before
+    anything was sent is known"): it never counts as executed."""

@@ -60,6 +60,14 @@ class Refused:
     raw: bytes
 
 
-ToolOutcome = Result | RpcError | NoAnswer | Refused
+@dataclass(frozen=True)
+class NotSent:
+    """The request provably never reached the server (``errors.NotSentError``): a known
+    failure that executed nothing. ``detail`` names the server and why."""
 
-__all__ = ["NoAnswer", "NoAnswerKind", "Refused", "Result", "RpcError", "ToolOutcome"]
+    detail: str
+
+
+ToolOutcome = Result | RpcError | NoAnswer | Refused | NotSent
+
+__all__ = ["NoAnswer", "NoAnswerKind", "NotSent", "Refused", "Result", "RpcError", "ToolOutcome"]
