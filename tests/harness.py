@@ -57,8 +57,9 @@ class SkewClock:
         self.skew_ns += int(seconds * 1e9)
 
 
-def write_config(directory: Path, *, rules: dict[str, Any] | None = None, server_extra: dict[str, Any] | None = None,
-                 **top: Any) -> Path:
+def write_config(
+    directory: Path, *, rules: dict[str, Any] | None = None, server_extra: dict[str, Any] | None = None, **top: Any
+) -> Path:
     """A proxy.json (mode 0600) for session ``test`` with the fake bank as server ``bank``."""
     ledger = directory / "ledger"
     server: dict[str, Any] = {
@@ -151,6 +152,13 @@ class Harness:
         return message["result"]
 
     # ------------------------------------------------------------- the world
+
+    def upstream_pid(self, index: int = 0) -> int:
+        """The process id of the ``index``-th stdio upstream, as the proxy runs it."""
+        held = self.proxy.runtime.opened.connections[index]
+        pid = held.connection._transport.pid
+        assert isinstance(pid, int)
+        return pid
 
     def payments(self) -> int:
         return fakebank.count_payments(self.directory / "ledger")

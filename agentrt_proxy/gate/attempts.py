@@ -28,6 +28,7 @@ from agentrt_proxy.store import (
 # The approval kind of a re-run of an attempt whose outcome is unknown (runtime-core §3.1).
 INTERRUPTED_SIDE_EFFECT = "interrupted_side_effect"
 Ended = str  # "cut_off", "timed_out" or "no_answer"
+NOT_SENT = "not_sent"  # the failure recorded for a request that never reached its server (model.py)
 
 
 @dataclass(frozen=True)
@@ -99,9 +100,17 @@ def is_tool_call(step: Step) -> bool:
     return decision(step).get("kind") == "tool_call"
 
 
+def not_sent(obs: dict[str, Any]) -> bool:
+    """A tool error whose request provably never reached the server: nothing ran."""
+    content = obs.get("content")
+    return obs.get("kind") == "tool_error" and isinstance(content, dict) and content.get("failure") == NOT_SENT
+
+
 def executed(step: Step) -> bool:
-    """The step's tool ran and its outcome was recorded (a result or an error)."""
-    return observation(step).get("kind") in ("tool_result", "tool_error")
+    """The step's tool ran and its outcome was recorded (a result or an error that came back
+    from it); a request that never reached the server did not run."""
+    obs = observation(step)
+    return obs.get("kind") in ("tool_result", "tool_error") and not not_sent(obs)
 
 
 def error_text(obs: dict[str, Any]) -> str:
@@ -111,9 +120,7 @@ def error_text(obs: dict[str, Any]) -> str:
     return ""
 
 
-def classify_tool_error(
-    obs: dict[str, Any], read_only: bool, is_known_answer: Callable[[str], bool]
-) -> Ended | None:
+def classify_tool_error(obs: dict[str, Any], read_only: bool, is_known_answer: Callable[[str], bool]) -> Ended | None:
     """``None`` for a known failure; how it ended when its outcome is unknown (§2.7.2)."""
     if read_only:
         return None  # a read has no effect to repeat
@@ -121,7 +128,7 @@ def classify_tool_error(
     failure = content.get("failure") if isinstance(content, dict) else None
     if failure == "timeout":
         return "timed_out"
-    if failure == "invalid_content":
+    if failure in ("invalid_content", NOT_SENT):
         return None
     if is_known_answer(error_text(obs)):
         return None
@@ -153,10 +160,14 @@ def last_attempt(
             continue  # cut off before its tool started, or cancelled by an operator: nothing ran
         if kind == "tool_result":
             return LastAttempt(OUTCOME_KNOWN, None, step)
+        if not_sent(obs):
+            continue  # never reached the server: nothing ran, nothing to repeat or ask about
         if kind == "tool_error":
             ended: Ended | None
-            ended = "no_answer" if not tool_offered and not read_only else classify_tool_error(
-                obs, read_only, is_known_answer
+            ended = (
+                "no_answer"
+                if not tool_offered and not read_only
+                else classify_tool_error(obs, read_only, is_known_answer)
             )
             if ended is None:
                 return LastAttempt(OUTCOME_KNOWN, None, step)

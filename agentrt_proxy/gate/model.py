@@ -13,12 +13,14 @@ from typing import Any
 from agentrt_proxy import canonical
 from agentrt_proxy.canonical import durations
 from agentrt_proxy.canonical.encoder import Raw, go_json
+from agentrt_proxy.gate import attempts
 from agentrt_proxy.gate.policy import ToolRequest
 from agentrt_proxy.mcp import outcomes
 from agentrt_proxy.store import Approval, Run
 from agentrt_proxy.text.record_text import (
     ERR_ARGS_UNUSABLE,
     ERR_NO_ANSWER,
+    ERR_NOT_SENT,
     ERR_RESULT_UNUSABLE,
     ERR_RPC,
     SUMMARY_INVALID,
@@ -173,6 +175,8 @@ def observation_from_outcome(tool: str, outcome: outcomes.ToolOutcome) -> Observ
         if outcome.kind == "timeout":
             return tool_error(tool, outcome.detail or "timeout", "timeout")
         return tool_error(tool, ERR_NO_ANSWER.format(tool=tool, kind=outcome.kind, detail=outcome.detail), "error")
+    if isinstance(outcome, outcomes.NotSent):
+        return tool_error(tool, ERR_NOT_SENT.format(tool=tool, detail=outcome.detail), attempts.NOT_SENT)
     if isinstance(outcome, outcomes.RpcError):
         return tool_error(tool, ERR_RPC.format(tool=tool, code=outcome.code, message=outcome.message), "error")
     if isinstance(outcome, outcomes.Refused):

@@ -19,9 +19,9 @@ import anyio.abc
 from agentrt_proxy.canonical.durations import format_go
 from agentrt_proxy.canonical.quoting import go_escape, go_quote
 from agentrt_proxy.mcp import jsonrpc
-from agentrt_proxy.mcp.errors import ConnectError, McpError, SessionClosed, TransportError
+from agentrt_proxy.mcp.errors import ConnectError, McpError, NotSentError, SessionClosed, TransportError
 from agentrt_proxy.mcp.jsonrpc import METHOD_NOT_FOUND, DecodeFailure, ErrorResponse, Notification, Request, Response
-from agentrt_proxy.mcp.outcomes import NoAnswer, NoAnswerKind, Refused, RpcError, ToolOutcome
+from agentrt_proxy.mcp.outcomes import NoAnswer, NoAnswerKind, NotSent, Refused, RpcError, ToolOutcome
 from agentrt_proxy.mcp.results import map_result
 from agentrt_proxy.mcp.spans import SpanError, find_span, iter_elements, top_level_id
 from agentrt_proxy.mcp.spec import (
@@ -269,8 +269,8 @@ class Connection:
     ) -> ToolOutcome:
         """Call ``name`` upstream with ``arguments_text`` as given; classify what came back."""
         prefix = f"mcp: server {go_quote(self.server)}: tool {go_quote(name)}"
-        if self._dead is not None:
-            return NoAnswer("dropped", f"{prefix}: {go_escape(self._dead)}")
+        if self._dead is not None:  # the session ended before this request: nothing was written
+            return NotSent(f"{prefix}: {go_escape(self._dead)}")
         params: dict[str, Any] = {"name": name}
         if arguments_text is not None and arguments_text.strip():
             params["arguments"] = jsonrpc.RawJSON(arguments_text)
@@ -281,8 +281,8 @@ class Connection:
             with anyio.move_on_after(timeout) as scope:
                 try:
                     msg_id, pending = await self._request("tools/call", params, on_progress=on_progress)
-                except SessionClosed as exc:
-                    return NoAnswer("dropped", f"{prefix}: {go_escape(str(exc))}")
+                except SessionClosed as exc:  # raised before writing: the session had already ended
+                    return NotSent(f"{prefix}: {go_escape(str(exc))}")
                 await pending.done.wait()
         finally:
             if msg_id is not None:
@@ -293,6 +293,8 @@ class Connection:
                 with contextlib.suppress(RuntimeError):  # the connection is being torn down
                     self._tg.start_soon(self._cancel_upstream, msg_id, timeout_ns)
             return NoAnswer("timeout", f"{prefix}: timed out after {format_go(timeout_ns)}")
+        if isinstance(pending.failure, NotSentError):
+            return NotSent(f"{prefix}: {go_escape(str(pending.failure))}")
         if pending.failure is not None:
             kind: NoAnswerKind = "dropped" if isinstance(pending.failure, SessionClosed) else "protocol"
             return NoAnswer(kind, f"{prefix}: {go_escape(str(pending.failure))}")

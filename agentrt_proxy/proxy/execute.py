@@ -21,7 +21,7 @@ from agentrt_proxy.proxy.rules import ToolFacts
 from agentrt_proxy.proxy.settling import Settling
 from agentrt_proxy.store import ApprovalExpired, LeaseLost, RunStateError, StoreError
 from agentrt_proxy.text import model_text
-from agentrt_proxy.text.operator_text import CLOSE_DENIED, CLOSE_ERROR, CLOSE_UNRECORDED
+from agentrt_proxy.text.operator_text import CLOSE_DENIED, CLOSE_ERROR, CLOSE_NOT_SENT, CLOSE_UNRECORDED
 from agentrt_proxy.upstream import LoadedTool
 
 Result = dict[str, Any]
@@ -56,7 +56,7 @@ class Executing:
                 else:
                     self.settling.settle_run_now(session.run_id)
             elif obs.kind == "tool_error" and _unknown_ending(facts, obs) is None:
-                message = CLOSE_UNRECORDED if _unrecorded(facts, obs) else CLOSE_ERROR
+                message = _closing(facts, obs)
                 self.settling.close_run_now(session, message)
                 closed.append(message)
 
@@ -138,6 +138,13 @@ class Executing:
 def _unknown_ending(tool: ToolFacts, obs: Observation) -> str | None:
     """How a tool error's call ended when its outcome is unknown; None for a known failure."""
     return attempts.classify_tool_error(obs.tree(), tool.read_only, tool.is_known_answer)
+
+
+def _closing(tool: ToolFacts, obs: Observation) -> str:
+    """Why a run whose call came back as a known failure ends."""
+    if attempts.not_sent(obs.tree()):
+        return CLOSE_NOT_SENT
+    return CLOSE_UNRECORDED if _unrecorded(tool, obs) else CLOSE_ERROR
 
 
 def _unrecorded(tool: ToolFacts, obs: Observation) -> bool:

@@ -74,13 +74,10 @@ OP_DB_MISSING = (
     "database {path} does not exist: name the file the proxy serves with (-db, or the configuration's "
     "database); these commands never create one"
 )
-OP_DB_LOCKED = (
-    "database {path} stayed locked by another process for {wait}: try again when the writer has finished"
-)
+OP_DB_LOCKED = "database {path} stayed locked by another process for {wait}: try again when the writer has finished"
 OP_DB_REFUSED = "database {path}: {detail}"
 OP_DB_SCHEMA = (
-    "database {path}: {detail}; these commands never migrate a database: use the agentrt-proxy build that "
-    "serves it"
+    "database {path}: {detail}; these commands never migrate a database: use the agentrt-proxy build that serves it"
 )
 OP_DB_UNREADABLE = "database {path} could not be read: {detail}"
 
@@ -252,14 +249,13 @@ def recheck_summary(runs: int, policy_id: str, rechecked: int, skipped: int, dif
     )
 
 
-
-
 # The proxy's own closing decisions for a run its call did not complete (a ``fail`` decision,
 # origin operator): recorded as the run's reason detail, which ``show`` and ``runs`` print.
 CLOSE_ERROR = "one call per run: the tool call returned an error"
 CLOSE_DENIED = "one call per run: the request was denied"
 CLOSE_INVALID = "one call per run: the request was invalid"
 CLOSE_TAKEN_OVER = "one call per run: taken over after an interruption, with nothing left in it to execute"
+CLOSE_NOT_SENT = "one call per run: nothing was sent to the server"
 CLOSE_UNRECORDED = "one call per run: the tool call executed and its result could not be recorded"
 
 
@@ -280,6 +276,4 @@ ERR_ILLEGAL_MOVE = (
 )
 # The file at the database's path is no longer the one opened (deleted, or replaced by another):
 # in WAL mode SQLite would go on writing to the unlinked file, so the store refuses instead.
-ERR_STORE_GONE = (
-    "agentrt: the database {path} was deleted or replaced while it was open: nothing more is written to it"
-)
+ERR_STORE_GONE = "agentrt: the database {path} was deleted or replaced while it was open: nothing more is written to it"

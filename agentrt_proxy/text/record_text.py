@@ -79,6 +79,8 @@ DETAIL_CONFLICT = (
 )
 ERR_RPC = "{tool}: the server answered with JSON-RPC error {code}: {message}"
 ERR_NO_ANSWER = "{tool}: no answer from the server ({kind}): {detail}"
+# A request that provably never reached its server (the wire's NotSent): a known failure.
+ERR_NOT_SENT = "{tool}: nothing was sent to the server: {detail}"
 
 
 # =============================================================================================

@@ -20,6 +20,7 @@ from agentrt_proxy.canonical.clock import WALL
 from agentrt_proxy.canonical.durations import format_time
 from agentrt_proxy.gate import ALLOWED, Decision, attempts
 from agentrt_proxy.store import LeaseLost, RunStateError
+from agentrt_proxy.text.operator_text import CLOSE_NOT_SENT
 from agentrt_proxy.upstream import known_answer_pattern
 from tests.harness import DEFAULT_RULES, Harness, draw_run_ids, is_error, proxy_harness, text_of
 
@@ -35,8 +36,18 @@ LEE = {"to": "lee", "amount": 1}
 
 # §2.5 "timed out, then waits"
 TIMED_OUT_THEN_WAITS = [
-    "run.created", "run.started", "step.started", "step.decided", "step.policy", "step.tool_started",
-    "step.tool_finished", "step.failed", "step.started", "step.decided", "step.policy", "approval.requested",
+    "run.created",
+    "run.started",
+    "step.started",
+    "step.decided",
+    "step.policy",
+    "step.tool_started",
+    "step.tool_finished",
+    "step.failed",
+    "step.started",
+    "step.decided",
+    "step.policy",
+    "approval.requested",
 ]
 
 
@@ -194,7 +205,8 @@ async def test_an_error_the_server_returned_is_a_known_failure(tmp_path: Path) -
     ],
 )
 def test_recorded_errors_are_classified_as_known_or_unknown(
-        failure: str, error: str, read_only: bool, unknown: bool) -> None:
+    failure: str, error: str, read_only: bool, unknown: bool
+) -> None:
     pattern = known_answer_pattern("bank", "pay", "bank_pay")
     obs = {"kind": "tool_error", "content": {"tool": "bank_pay", "error": error, "failure": failure}}
     ended = attempts.classify_tool_error(obs, read_only, lambda text: bool(pattern.match(text)))
@@ -207,6 +219,7 @@ def test_recorded_errors_are_classified_as_known_or_unknown(
 async def test_the_status_tool_says_what_came_of_an_approved_request(tmp_path: Path) -> None:
     rules = {**DEFAULT_RULES, "pay": {"side_effect": "remote_mutation", "timeout": "300ms"}}  # asks
     async with proxy_harness(tmp_path, rules=rules) as h:
+
         async def approved_and_collected(args: dict[str, Any]) -> tuple[str, Any]:
             pending = await h.call("bank_pay", args)
             assert text_of(pending).startswith("PENDING_APPROVAL: ")
@@ -229,8 +242,9 @@ async def test_the_status_tool_says_what_came_of_an_approved_request(tmp_path: P
         [following] = h.pending()
         assert following.kind == "interrupted_side_effect" and following.id != timed_out
         said = await status(h, timed_out)
-        assert ("APPROVED and executed, but it timed out before the server answered, "
-                "so whether it took effect is unknown") in said, said
+        assert (
+            "APPROVED and executed, but it timed out before the server answered, so whether it took effect is unknown"
+        ) in said, said
         assert f"Approval {following.id} now waits" in said, said
         assert h.payments() == 3
 
@@ -384,8 +398,44 @@ async def test_an_unrecorded_result_counts_as_executed(tmp_path: Path) -> None:
         [run] = [r for r in h.runs() if r.goal == "call bank_pay" and r.status == "FAILED"]
         store = h.store()
         try:
-            failures = [attempts.observation(s).get("content", {}).get("failure") for s in store.steps_of(run.id)
-                        if attempts.is_tool_call(s)]
+            failures = [
+                attempts.observation(s).get("content", {}).get("failure")
+                for s in store.steps_of(run.id)
+                if attempts.is_tool_call(s)
+            ]
         finally:
             store.close()
         assert failures == ["invalid_content"]
+
+
+ALLOWED_PAY: dict[str, Any] = {
+    **DEFAULT_RULES,
+    "pay": {"side_effect": "remote_mutation", "timeout": "10s", "outcome": "allow"},
+}
+
+
+async def kill_upstream(h: Harness) -> None:
+    import os
+    import signal
+
+    import anyio
+
+    os.kill(h.upstream_pid(), signal.SIGKILL)
+    with anyio.fail_after(10):  # the proxy sees the server's end (its stdout closes)
+        while h.proxy.runtime.opened.connections[0].connection.alive:
+            await anyio.sleep(0.01)
+
+
+async def test_a_payment_to_a_server_that_died_is_a_known_failure_that_sent_nothing(tmp_path: Path) -> None:
+    async with proxy_harness(tmp_path, rules=ALLOWED_PAY) as h:
+        await kill_upstream(h)
+        for _ in range(2):  # the same payment again: neither DUPLICATE nor BLOCKED, and no operator asked
+            result = await h.call("bank_pay", LEE)
+            text = text_of(result)
+            assert is_error(result) and "nothing was sent" in text and 'server "bank"' in text, text
+            assert h.payments() == 0
+            assert h.pending() == []
+        runs = h.runs()
+        assert len(runs) == 2 and all(run.reason_detail == CLOSE_NOT_SENT for run in runs), runs
+        result = await h.call("bank_pay", {"to": "ann", "amount": 2})  # another payment: not blocked either
+        assert "nothing was sent" in text_of(result) and h.pending() == []
