@@ -250,8 +250,8 @@ async def proxy_harness(directory: Path, *, pin_first: bool = True, **config_fie
     clock = SkewClock()
     stderr: list[str] = []
 
-    async def opener(cfg: Config, write_stderr: Any, shutting_down: anyio.Event) -> Any:
-        return await open_runtime(cfg, write_stderr, shutting_down, clock=clock, hold_poll=0.02)
+    async def opener(cfg: Config, write_stderr: Any, shutting_down: anyio.Event, **links: Any) -> Any:
+        return await open_runtime(cfg, write_stderr, shutting_down, clock=clock, hold_poll=0.02, **links)
 
     proxy = Proxy(config, stderr.append, opener=opener)
     to_proxy_send, to_proxy_receive = anyio.create_memory_object_stream[bytes](100)

@@ -80,6 +80,9 @@ class Connection:
         self.tools: list[ListedTool] = []
         self.protocol_version: str | None = None
         self.server_info: dict[str, Any] = {}
+        # What the layers above do with the server's other notifications, by method (a log
+        # message, a changed list, a resource update); called on the event loop, must not block.
+        self.notification_handlers: dict[str, Callable[[Notification], None]] = {}
         if hasattr(transport, "is_answered"):
             transport.is_answered = self._is_answered  # an HTTP stream that ends early is resumed
 
@@ -112,8 +115,13 @@ class Connection:
         self._notification(decoded)
 
     def _notification(self, note: Notification) -> None:
-        if note.method != "notifications/progress" or not note.params:
-            return  # tools/list_changed and logging are ignored: the tool set is fixed
+        if note.method != "notifications/progress":
+            handler = self.notification_handlers.get(note.method)
+            if handler is not None:
+                handler(note)
+            return
+        if not note.params:
+            return
         token = note.params.get("progressToken")
         pending = self._pending.get(token) if isinstance(token, int) else None
         progress = note.params.get("progress")

@@ -157,6 +157,10 @@ class ServerSession:
             except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
                 self._writer_broken = True
 
+    async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
+        """Send the host one notification (a relayed log message, a resource update…)."""
+        await self.send(jsonrpc.notification(method, params))
+
     # ------------------------------------------------------------------- input
 
     async def run(self) -> None:

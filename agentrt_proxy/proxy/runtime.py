@@ -23,6 +23,7 @@ from agentrt_proxy.config import Config, ConfigError, check_database_file
 from agentrt_proxy.mcp import CallContext, JsonRpcError, RawJSON
 from agentrt_proxy.mcp.spawn import kill_unadopted
 from agentrt_proxy.proxy import answers
+from agentrt_proxy.proxy.host_link import HostLink
 from agentrt_proxy.store import Store, StoreError
 from agentrt_proxy.text import model_text, operator_text
 from agentrt_proxy.text.cli_text import program_invocation
@@ -41,6 +42,7 @@ class Runtime:
         write_stderr: Callable[[str], Any],
         shutting_down: anyio.Event,
         *,
+        host: HostLink,
         clock: Clock | None = None,
         hold_poll: float | None = None,
     ) -> None:
@@ -51,6 +53,7 @@ class Runtime:
         from agentrt_proxy.proxy.status import StatusReader
 
         self.config = config
+        self.host = host  # notifications to the host (relayed from the upstreams)
         self.opened = opened
         self.store = store
         self.tools = opened.by_name()
@@ -125,6 +128,7 @@ async def open_runtime(
     write_stderr: Callable[[str], Any],
     shutting_down: anyio.Event,
     *,
+    host: HostLink | None = None,
     clock: Clock | None = None,
     hold_poll: float | None = None,
 ) -> Runtime:
@@ -184,4 +188,6 @@ async def open_runtime(
     for report in opened.reports:
         for line in report.lines():
             write_stderr(operator_text.operator_line(line))
-    return Runtime(config, opened, store, write_stderr, shutting_down, clock=clock, hold_poll=hold_poll)
+    return Runtime(
+        config, opened, store, write_stderr, shutting_down, host=host or HostLink(), clock=clock, hold_poll=hold_poll
+    )

@@ -20,6 +20,7 @@ import anyio.abc
 from agentrt_proxy import __version__
 from agentrt_proxy.config import Config, ConfigError
 from agentrt_proxy.mcp import CallContext, JsonRpcError, ServerSession, open_stdio
+from agentrt_proxy.proxy.host_link import HostLink
 from agentrt_proxy.text import model_text, operator_text
 
 SERVER_INFO = {"name": "gated-tools", "version": __version__}
@@ -43,6 +44,7 @@ class Proxy:
         self.idle.set()
         self.tools: list[dict[str, Any]] = []
         self.runtime: Any = None  # runtime.Runtime once open
+        self.host = HostLink()  # bound to the host's session by run_session
 
     # ---------------------------------------------------------------- opening
 
@@ -54,7 +56,7 @@ class Proxy:
             # ``open_runtime`` orders the rest of the start-up: upstreams first (see there).
             opener = await anyio.to_thread.run_sync(_import_runtime)
         try:
-            self.runtime = await opener(self.config, self.write_stderr, self.shutting_down)
+            self.runtime = await opener(self.config, self.write_stderr, self.shutting_down, host=self.host)
         except ConfigError as err:
             self.failed = str(err)
         except Exception as err:  # a dead server, a locked database: one line, never a traceback
@@ -117,6 +119,7 @@ async def serve(config: Config) -> int:
 async def run_session(proxy: Proxy, session: ServerSession, *, handle_signals: bool = True) -> int:
     """Serve until stdin's end, a signal, or a failure to open; then close. The exit code."""
     code = 0
+    proxy.host.bind(session)
     async with anyio.create_task_group() as tg:
         tg.start_soon(proxy.open)
 
