@@ -15,6 +15,7 @@ from agentrt_proxy.gate.attempts import (
     Attempt,
     LastAttempt,
 )
+from agentrt_proxy.gate.execution import OutcomeNotRecorded
 from agentrt_proxy.gate.gate import Gate
 from agentrt_proxy.gate.model import (
     ALLOWED,
@@ -69,6 +70,7 @@ __all__ = [
     "Limits",
     "Observation",
     "OfferedTool",
+    "OutcomeNotRecorded",
     "PolicyDecision",
     "ProxyPolicy",
     "RunView",

@@ -30,7 +30,18 @@ from agentrt_proxy.gate.policy import ToolRequest
 from agentrt_proxy.gate.proposal import Proposal
 from agentrt_proxy.gate.transitions import expire_approval, record_outcome, record_policy_row
 from agentrt_proxy.mcp import outcomes
-from agentrt_proxy.store import AWAITING, DECIDING, EXECUTING, ApprovalExpired, LeaseLost, Step, WouldBlock
+from agentrt_proxy.store import (
+    AWAITING,
+    DECIDING,
+    EXECUTING,
+    ApprovalExpired,
+    LeaseLost,
+    Step,
+    StoreCorrupt,
+    StoreGone,
+    StoreUnavailable,
+    WouldBlock,
+)
 from agentrt_proxy.text.record_text import (
     DETAIL_PANIC,
     ERR_EXPIRED,
@@ -43,6 +54,23 @@ if TYPE_CHECKING:  # the session's type only: session.py imports this module
     from agentrt_proxy.gate.session import Session
 
 RECORD_GRACE_S = 5.0  # a tool is bounded by its spec's timeout plus this, as a safety net
+# An outcome the store refused (locked past the busy timeout, full, read-only for a moment) is
+# kept and recorded again after these pauses, doubling, for as long as the run's lease lasts:
+# past it another proxy may take the run over, and the outcome is no longer this one's to write.
+RECORD_RETRY_FIRST_S = 0.1
+RECORD_RETRY_MAX_S = 2.0
+
+
+class OutcomeNotRecorded(StoreUnavailable):
+    """The tool's call ended and its outcome could not be recorded before the lease ran out (or
+    the store cannot ever take it: the file is gone or corrupt). ``observation`` is what came
+    back, for the answer to say whether the call executed; the run's step stays EXECUTING in the
+    store, so once its lease expires the next call takes it over and asks an operator."""
+
+    def __init__(self, observation: Observation, cause: StoreUnavailable) -> None:
+        super().__init__(str(cause))
+        self.observation = observation
+        self.cause = cause
 
 CallTool = Callable[[ToolRequest], Awaitable[outcomes.ToolOutcome]]
 OnRecorded = Callable[[Observation], None]
@@ -106,10 +134,27 @@ class Execution:
             obs = observation_from_outcome(name, outcome)
         duration_ms = _ms(started)
         with anyio.CancelScope(shield=True):
-            inline = self._record_inline(obs, duration_ms, on_recorded)
-            verdict: Verdict = inline if inline is not None else await anyio.to_thread.run_sync(
-                self.record, obs, duration_ms, on_recorded)
+            verdict = await self._record_retrying(obs, duration_ms, on_recorded)
         return verdict
+
+    async def _record_retrying(self, obs: Observation, duration_ms: int, on_recorded: OnRecorded | None) -> Verdict:
+        """``record``, again after a pause while the store refuses it, within the lease;
+        then ``OutcomeNotRecorded``. A refused recording wrote nothing (its transaction rolled
+        back and ``record`` gave the step back to the session), so trying again is safe."""
+        deadline = time.monotonic() + self.session.gate.lease_ttl / 1e9
+        pause = RECORD_RETRY_FIRST_S
+        while True:
+            try:
+                inline = self._record_inline(obs, duration_ms, on_recorded)
+                if inline is not None:
+                    return inline
+                verdict: Verdict = await anyio.to_thread.run_sync(self.record, obs, duration_ms, on_recorded)
+                return verdict
+            except StoreUnavailable as err:
+                if isinstance(err, StoreGone | StoreCorrupt) or time.monotonic() + pause >= deadline:
+                    raise OutcomeNotRecorded(obs, err) from err
+            await anyio.sleep(pause)
+            pause = min(pause * 2, RECORD_RETRY_MAX_S)
 
     async def _call_with_heartbeat(self, call_tool: CallTool) -> outcomes.ToolOutcome:
         request, session = self.prop.request, self.session
@@ -151,22 +196,26 @@ class Execution:
         now = fmt(gate.clock.now_ns())
         terminal_done = not obs.failure and spec.terminal
         session.forget_begun()
-        with gate.store.write() as tx:
-            try:
-                ended = record_outcome(tx, self.step, obs, tool=spec.name, terminal=spec.terminal,
-                                       duration_ms=duration_ms, owner=gate.owner, at=now)
-            except LeaseLost:
-                session.end()  # someone took the run over: the step is theirs to settle
-                raise
-            # The hook may open the run's next step (the proxy's closing decision).
-            session.step_recorded(ended if terminal_done else None)
-            if on_recorded is not None:
+        handed_over = False
+        try:
+            with gate.store.write() as tx:
                 try:
-                    on_recorded(obs)
-                except BaseException:
-                    # Nothing is recorded (the transaction rolls back).
-                    session.step_restored(self)
+                    ended = record_outcome(tx, self.step, obs, tool=spec.name, terminal=spec.terminal,
+                                           duration_ms=duration_ms, owner=gate.owner, at=now)
+                except LeaseLost:
+                    session.end()  # someone took the run over: the step is theirs to settle
                     raise
+                # The hook may open the run's next step (the proxy's closing decision).
+                session.step_recorded(ended if terminal_done else None)
+                handed_over = True
+                if on_recorded is not None:
+                    on_recorded(obs)
+        except BaseException:
+            if handed_over:
+                # Nothing is recorded (the hook or the COMMIT failed; the transaction rolled
+                # back): the step is the session's again, to record again or to release.
+                session.step_restored(self)
+            raise
         if terminal_done:
             session.end()
             return Verdict(ENDED, observation=obs, run=session.ended_run)  # the row as committed

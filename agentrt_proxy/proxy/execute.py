@@ -11,7 +11,17 @@ import anyio
 
 from agentrt_proxy import canonical
 from agentrt_proxy.canonical.durations import format_time_seconds
-from agentrt_proxy.gate import DENIED, PENDING, Attempt, Observation, Session, ToolRequest, Verdict, attempts
+from agentrt_proxy.gate import (
+    DENIED,
+    PENDING,
+    Attempt,
+    Observation,
+    OutcomeNotRecorded,
+    Session,
+    ToolRequest,
+    Verdict,
+    attempts,
+)
 from agentrt_proxy.mcp.outcomes import ToolOutcome
 from agentrt_proxy.proxy import answers
 from agentrt_proxy.proxy.applied import Execute
@@ -20,7 +30,7 @@ from agentrt_proxy.proxy.parts import CallParts
 from agentrt_proxy.proxy.rules import ToolFacts
 from agentrt_proxy.proxy.settling import Settling
 from agentrt_proxy.store import ApprovalExpired, LeaseLost, RunStateError, StoreError
-from agentrt_proxy.text import model_text
+from agentrt_proxy.text import model_text, operator_text
 from agentrt_proxy.text.operator_text import CLOSE_DENIED, CLOSE_ERROR, CLOSE_NOT_SENT, CLOSE_UNRECORDED
 from agentrt_proxy.upstream import LoadedTool
 
@@ -58,7 +68,7 @@ class Executing:
             elif obs.kind == "tool_error" and _unknown_ending(facts, obs) is None:
                 message = _closing(facts, obs)
                 self.settling.close_run_now(session, message)
-                closed.append(message)
+                closed[:] = [message]  # once, however often the recording is tried
 
         try:
             verdict = await session.execute(call_upstream, on_recorded)
@@ -68,9 +78,15 @@ class Executing:
             return answers.prose(model_text.expired(err.approval_id, until))
         except (RunStateError, LeaseLost):
             return answers.prose(model_text.in_progress())
+        except OutcomeNotRecorded as err:
+            # The call ended and its outcome is not in the store: say whether it executed. The
+            # step stays EXECUTING there; once its lease expires the next call takes it over.
+            self.log.error(operator_text.outcome_not_recorded(session.run_id, tool.name, str(err)))
+            _close_quietly(session)
+            return answers.prose(model_text.unavailable(_not_recorded(facts, err.observation)))
         except StoreError as err:
             self.log.error(f"run {session.run_id}: {err}")
-            session.close()
+            _close_quietly(session)
             return answers.prose(model_text.unavailable(model_text.COULD_NOT_START))
         obs = verdict.observation
         if obs is None:
@@ -138,6 +154,24 @@ class Executing:
 def _unknown_ending(tool: ToolFacts, obs: Observation) -> str | None:
     """How a tool error's call ended when its outcome is unknown; None for a known failure."""
     return attempts.classify_tool_error(obs.tree(), tool.read_only, tool.is_known_answer)
+
+
+def _close_quietly(session: Session) -> None:
+    """End the session; releasing its lease may fail while the store is down (the lease then
+    expires by itself), and that must not turn the answer into an internal error."""
+    try:
+        session.close()
+    except StoreError:
+        session.end()
+
+
+def _not_recorded(tool: ToolFacts, obs: Observation) -> str:
+    """What an UNAVAILABLE answer says of a call whose outcome could not be recorded."""
+    if attempts.not_sent(obs.tree()):
+        return model_text.NOT_SENT_NOT_RECORDED
+    if obs.kind == "tool_result" or _unknown_ending(tool, obs) is None:
+        return model_text.ANSWERED_NOT_RECORDED
+    return model_text.MAYBE_EXECUTED_NOT_RECORDED
 
 
 def _closing(tool: ToolFacts, obs: Observation) -> str:

@@ -203,6 +203,12 @@ COULD_NOT_ASK = (
     "was executed"
 )
 OUTCOME_NOT_RECORDED = "the call's outcome was not recorded"
+# A call that ended while the database refused every write until its lease ran out.
+ANSWERED_NOT_RECORDED = "the server answered, and its result could not be recorded; the call executed"
+MAYBE_EXECUTED_NOT_RECORDED = (
+    "the call may have executed (no answer came back), and what came of it could not be recorded"
+)
+NOT_SENT_NOT_RECORDED = "nothing was executed (the request never reached the server), and that could not be recorded"
 STATUS_COULD_NOT_READ = "the gate could not read its records"
 
 

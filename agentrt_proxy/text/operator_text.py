@@ -35,6 +35,15 @@ def operator_unknown(run_id: str, tool: str, ended: str) -> str:
     return operator_line(f"run {run_id}: a call to {tool} {how}; its outcome is unknown")
 
 
+def outcome_not_recorded(run_id: str, tool: str, detail: str) -> str:
+    """The text of an error line: a call ended and the database refused its outcome until the
+    lease ran out."""
+    return (
+        f"run {run_id}: the outcome of a call to {tool} could not be recorded ({detail}); once the run's lease "
+        "expires, the next call to it takes the run over and asks an operator"
+    )
+
+
 def operator_error(text: str) -> str:
     return operator_line(f"error: {text}")
 

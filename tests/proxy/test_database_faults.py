@@ -1,0 +1,86 @@
+"""The database refusing writes while a call runs (issue 14, item 1): the outcome is kept and
+recorded once the store takes writes again, within the run's lease; past it the host hears
+UNAVAILABLE saying whether the call executed, and the run is left for the next call to take
+over and put before an operator. Effects are counted in the fake bank's ledger.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from tests.harness import DEFAULT_RULES, Harness, is_error, proxy_harness, text_of
+
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
+
+PAY: dict[str, Any] = {**DEFAULT_RULES, "pay": {"side_effect": "remote_mutation", "timeout": "20s", "outcome": "allow"}}
+BLOCKED_PAYMENT = {"to": "kim", "amount": 7, "mode": "block"}
+PAST_THE_BUSY_TIMEOUT = 6.5  # the store waits 5 s for a lock (store/connection.BUSY_TIMEOUT_MS)
+
+
+@contextmanager
+def write_lock(h: Harness) -> Iterator[None]:
+    """Another process's writer: holds the database's write lock until the block ends."""
+    other = sqlite3.connect(str(h.directory / "runs.db"), isolation_level=None, timeout=10)
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        yield
+        other.execute("ROLLBACK")
+    finally:
+        other.close()
+
+
+async def pay_through_a_lock(h: Harness, seconds: float) -> Any:
+    """Start a blocked payment, take the write lock once it has reached the bank, let the bank
+    answer, keep the lock ``seconds``: the payment's answer."""
+    box: dict[str, Any] = {}
+
+    async def pay() -> None:
+        box["result"] = await h.call("bank_pay", BLOCKED_PAYMENT)
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(pay)
+        with anyio.fail_after(10):
+            while h.payments() == 0:
+                await anyio.sleep(0.01)
+        with write_lock(h):
+            (h.directory / "ledger.release").write_text("")
+            await anyio.sleep(seconds)
+    return box["result"]
+
+
+async def test_an_outcome_the_locked_database_refused_is_recorded_once_the_lock_is_gone(tmp_path: Path) -> None:
+    async with proxy_harness(tmp_path, rules=PAY) as h:
+        result = await pay_through_a_lock(h, PAST_THE_BUSY_TIMEOUT)
+        assert text_of(result) == "paid 7.00 to kim" and not is_error(result)
+        assert h.payments() == 1
+        again = await h.call("bank_pay", BLOCKED_PAYMENT)  # recorded: the duplicate rule answers
+        assert text_of(again).startswith("DUPLICATE: "), text_of(again)
+        assert h.payments() == 1
+
+
+async def test_an_outcome_refused_past_the_lease_is_unavailable_and_the_next_call_asks_an_operator(
+    tmp_path: Path,
+) -> None:
+    async with proxy_harness(tmp_path, rules=PAY, lease_ttl="3s") as h:
+        result = await pay_through_a_lock(h, PAST_THE_BUSY_TIMEOUT)
+        text = text_of(result)
+        assert text.startswith("UNAVAILABLE: the server answered, and its result could not be recorded"), text
+        assert is_error(result) and h.payments() == 1
+        assert any("could not be recorded" in line for line in h.stderr), h.stderr
+        with anyio.fail_after(20):  # the run's lease runs out: then it is taken over, never IN_PROGRESS for ever
+            while True:
+                again = await h.call("bank_pay", BLOCKED_PAYMENT)
+                if not text_of(again).startswith("IN_PROGRESS"):
+                    break
+                await anyio.sleep(0.5)
+        assert text_of(again).startswith(("INTERRUPTED: ", "UNKNOWN_OUTCOME: ")), text_of(again)
+        waiting = [a for a in h.pending() if a.kind == "interrupted_side_effect"]
+        assert len(waiting) == 1, h.approvals()
+        assert h.payments() == 1  # nothing ran again without the operator
