@@ -25,6 +25,7 @@ from agentrt_proxy.gate.model import (
     Decision,
     Limits,
     Observation,
+    PreparedDecision,
     Verdict,
     proxy_limits,
 )
@@ -72,6 +73,7 @@ __all__ = [
     "OfferedTool",
     "OutcomeNotRecorded",
     "PolicyDecision",
+    "PreparedDecision",
     "ProxyPolicy",
     "RunView",
     "Session",

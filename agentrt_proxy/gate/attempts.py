@@ -10,6 +10,7 @@ the tool started).
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -73,10 +74,34 @@ class LastAttempt:
 NONE = LastAttempt(OUTCOME_NONE)
 
 
+# The rules read a run's steps many times while deciding one call (is it a tool call, what came
+# of it, which arguments): a large column is parsed once and its tree kept here, newest last.
+# Readers never change a tree they get (they read it, or encode it afresh).
+_LARGE_COLUMN = 4096
+_KEPT_COLUMNS = 8
+_parsed: dict[str, Any] = {}
+_parsed_lock = threading.Lock()
+
+
 def loads(text: str) -> Any:
-    """Read a stored JSON column keeping number literals; ``None`` when empty or unreadable."""
+    """Read a stored JSON column keeping number literals; ``None`` when empty or unreadable.
+    The tree may be shared with other readers of the same text: never change it."""
     if not text:
         return None
+    if len(text) < _LARGE_COLUMN:
+        return _parse_column(text)
+    with _parsed_lock:
+        if text in _parsed:
+            return _parsed[text]
+    value = _parse_column(text)
+    with _parsed_lock:
+        _parsed[text] = value
+        while len(_parsed) > _KEPT_COLUMNS:
+            del _parsed[next(iter(_parsed))]
+    return value
+
+
+def _parse_column(text: str) -> Any:
     try:
         return canonical.parse_strict(text)
     except canonical.JSONBoundaryError:

@@ -14,8 +14,10 @@ from collections.abc import Callable, Sequence
 
 from agentrt_proxy.canonical.clock import WALL, Clock
 from agentrt_proxy.canonical.encoder import Raw, go_json
+from agentrt_proxy.gate import attempts
+from agentrt_proxy.gate.arguments import validation_error
 from agentrt_proxy.gate.attach import attach
-from agentrt_proxy.gate.model import Limits, Verdict, fmt
+from agentrt_proxy.gate.model import Decision, Limits, PreparedDecision, Verdict, fmt, record_decision
 from agentrt_proxy.gate.policy import Policy, Reconciliation
 from agentrt_proxy.gate.session import Session
 from agentrt_proxy.store import DEFAULT_LEASE_TTL_NS, RUNNING, Run, RunLeased, Step, Store
@@ -97,6 +99,18 @@ class Gate:
 
     def spec(self, name: str) -> ToolSpec | None:
         return self.tools.get(name)
+
+    def prepare(self, decision: Decision) -> PreparedDecision:
+        """Everything a proposal computes from the decision alone, done now, outside any
+        transaction (``PreparedDecision``): the strict parse, the recorded encoding, the
+        arguments against the tool's schema, and the stored column parsed once for the
+        rules that read it back (``attempts.loads``)."""
+        recorded = record_decision(decision)
+        spec = self.spec(decision.tool) if decision.kind == "tool_call" else None
+        decision_json = go_json(recorded.tree)
+        attempts.loads(decision_json)
+        error = validation_error(decision, recorded.error, spec, recorded.args)
+        return PreparedDecision(decision, recorded, decision_json, spec, error)
 
     def spec_row(self, spec: ToolSpec) -> tuple[str, str]:
         """The spec's hash and recorded JSON (cached for the registered specs)."""

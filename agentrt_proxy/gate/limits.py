@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from agentrt_proxy import canonical
+from agentrt_proxy.gate import attempts
 from agentrt_proxy.gate.model import Limits
 from agentrt_proxy.gate.transitions import finish_run
 from agentrt_proxy.store import FAILED, RUNNING, Run, Step, Tx
@@ -59,12 +60,12 @@ def loop(steps: list[Step], threshold: int) -> dict[str, Any] | None:
     sig = None
     n = 0
     for s in reversed(steps):
-        try:
-            d = canonical.parse_strict(s.decision_json) if s.decision_json else {}
-        except canonical.JSONBoundaryError:
-            break
         obs = _observation(s)
-        if d.get("kind") != "tool_call" or obs.get("kind") == "invalid_decision" or "invalid_args" in d:
+        if obs.get("kind") == "invalid_decision":
+            break  # judged before the decision is read: that one may be huge, and is never a loop
+        # The stored column parsed once for every reader of this run (attempts.loads).
+        d = attempts.loads(s.decision_json) if s.decision_json else {}
+        if not isinstance(d, dict) or d.get("kind") != "tool_call" or "invalid_args" in d:
             break
         args = d.get("args", {})
         this = (d.get("tool", ""), canonical.sha256_hex(canonical.canonical_bytes(args)), obs.get("content_hash", ""))

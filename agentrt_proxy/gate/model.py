@@ -80,6 +80,20 @@ class Decision:
 
 
 @dataclass(frozen=True)
+class PreparedDecision:
+    """A decision parsed, checked and encoded before the transaction that records it
+    (``Gate.prepare``): for large arguments that work is most of a call's, and done inside
+    the transaction it would hold the database's write lock (and starve every other
+    proxy's lease renewals) for as long."""
+
+    decision: Decision
+    recorded: RecordedDecision
+    decision_json: str  # the recorded tree as stored
+    spec: Any  # the tool's ToolSpec, or None
+    error: str  # validation_error's verdict on the decision
+
+
+@dataclass(frozen=True)
 class RecordedDecision:
     """The decision as recorded: args/result moved to invalid_* when the boundary refused them."""
 

@@ -15,7 +15,6 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from agentrt_proxy.canonical.encoder import go_json
-from agentrt_proxy.gate.arguments import validation_error
 from agentrt_proxy.gate.dispatch import dispatch_decision, end_on_policy_error
 from agentrt_proxy.gate.execution import CallTool, Execution, OnRecorded
 from agentrt_proxy.gate.leases import check_lease
@@ -25,10 +24,10 @@ from agentrt_proxy.gate.model import (
     ENDED,
     Decision,
     Limits,
+    PreparedDecision,
     Verdict,
     fmt,
     invalid_decision,
-    record_decision,
 )
 from agentrt_proxy.gate.policy import RunView, ToolRequest
 from agentrt_proxy.gate.proposal import Proposal
@@ -172,28 +171,30 @@ class Session:
         return self.current
 
     # propose ------------------------------------------------------------------------
-    def propose(self, decision: Decision) -> Verdict:
+    def propose(self, decision: Decision | PreparedDecision) -> Verdict:
+        """Propose ``decision`` for the open step; a ``PreparedDecision`` (``Gate.prepare``)
+        was parsed and checked already, outside the caller's transaction."""
         self._require_open()
         if self.current is None or self._decided:
             raise RunStateError(ERR_NO_STEP.format(run_id=self.run_id))
-        return self._guard(lambda: self._propose(decision))
+        prepared = decision if isinstance(decision, PreparedDecision) else self.gate.prepare(decision)
+        return self._guard(lambda: self._propose(prepared))
 
-    def _propose(self, decision: Decision) -> Verdict:
+    def _propose(self, prepared: PreparedDecision) -> Verdict:
         step = self.current
         assert step is not None
         now_ns = self.gate.clock.now_ns()
         now = fmt(now_ns)
-        rec = record_decision(decision)
-        spec = self.gate.spec(decision.tool) if decision.kind == "tool_call" else None
+        decision, rec, spec = prepared.decision, prepared.recorded, prepared.spec
         spec_hash, spec_json = self.gate.spec_row(spec) if spec is not None else ("", "")
         with self.store.write() as tx:
             self.check_lease(tx)
-            tx.update_step(step.id, expect=DECIDING, decision_json=go_json(rec.tree), spec_hash=spec_hash)
+            tx.update_step(step.id, expect=DECIDING, decision_json=prepared.decision_json, spec_hash=spec_hash)
             if spec is not None:
                 tx.put_spec(spec_hash, spec_json)
             tx.append(self.run_id, step.id, now, "step.decided", rec.tree)
         self._decided = True
-        error = validation_error(decision, rec.error, spec, rec.args)
+        error = prepared.error
         if error:
             return self._fail_invalid(step, error, now)
         if decision.kind in ("complete", "fail"):

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 
-from agentrt_proxy.gate import ALLOWED, DENIED, PENDING, TERMINAL, Attempt, Decision, Session, Verdict
+from agentrt_proxy.gate import ALLOWED, DENIED, PENDING, TERMINAL, Attempt, Decision, PreparedDecision, Session, Verdict
 from agentrt_proxy.proxy import answers, verdict_text
 from agentrt_proxy.proxy.actions import Begin
 from agentrt_proxy.proxy.applied import Answer, Applied, Execute, Pending, Retry
@@ -21,16 +21,28 @@ from agentrt_proxy.upstream import LoadedTool
 
 
 def propose(
-    parts: CallParts, session: Session, tool_name: str, arguments_text: str | None, origin: str, rerun: Attempt | None
+    parts: CallParts,
+    session: Session,
+    tool_name: str,
+    arguments_text: str | None,
+    origin: str,
+    rerun: Attempt | None,
+    prepared: PreparedDecision | None = None,
 ) -> Verdict:
-    """Propose the call (marked as a re-run of ``rerun`` for the policy); a failure raises."""
+    """Propose the call (marked as a re-run of ``rerun`` for the policy); a failure raises.
+    ``prepared``: the same call prepared already (``prepare_call``), outside any transaction."""
     if rerun is not None:
         parts.policy.mark_rerun(session.run_id, rerun)
     try:
-        return session.propose(Decision(kind="tool_call", tool=tool_name, args=arguments_text, origin=origin))
+        return session.propose(prepared or prepare_call(parts, tool_name, arguments_text, origin))
     finally:
         if rerun is not None:
             parts.policy.forget_rerun(session.run_id)
+
+
+def prepare_call(parts: CallParts, tool_name: str, arguments_text: str | None, origin: str) -> PreparedDecision:
+    """The call as a decision, parsed and checked (``Gate.prepare``)."""
+    return parts.gate.prepare(Decision(kind="tool_call", tool=tool_name, args=arguments_text, origin=origin))
 
 
 class Beginning:
@@ -115,6 +127,8 @@ class Beginning:
         and discards the session: a lost race answers Retry (``id_taken`` when another call has
         ``run_id``), anything else UNAVAILABLE."""
         session: Session | None = None
+        # Parsed and checked before the transaction: its write lock is held only for the writes.
+        prepared = prepare_call(self.parts, tool.name, arguments_text, origin)
         stage = "claim"
         try:
             with self.store.write():
@@ -141,7 +155,7 @@ class Beginning:
                     session.close()
                     return Answer(answers.prose(model_text.unavailable(model_text.COULD_NOT_START)))
                 stage = "propose"
-                verdict = propose(self.parts, session, tool.name, arguments_text, origin, rerun)
+                verdict = propose(self.parts, session, tool.name, arguments_text, origin, rerun, prepared)
                 stage = "start"
                 if start and verdict.outcome == ALLOWED:
                     session.start_tool()

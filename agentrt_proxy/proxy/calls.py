@@ -47,6 +47,10 @@ from agentrt_proxy.text import model_text
 from agentrt_proxy.upstream import LoadedTool
 
 WOULD_BLOCK = object()  # _decide_inline: decide again in a worker thread
+# Arguments longer than this are decided in a worker thread, never on the event loop: their
+# parsing, hashing and recording are pure Python and grow with them (1.5 M array elements
+# took 12 s), and the loop must stay free to renew the leases of the calls executing meanwhile.
+INLINE_ARGUMENTS_BYTES = 64 * 1024
 _READS = (ReadRows, ReadRun, ReadSteps, ReadApprovals)
 _EFFECTS = (Collect, TakeOver, Expire)
 
@@ -76,11 +80,15 @@ class CallRules:
     # ================================================================= one tools/call
 
     async def handle(self, tool: LoadedTool, arguments_text: str | None, ctx: CallContext) -> dict[str, Any]:
-        key = canonical.request_key(tool.name, arguments_text)
+        small = arguments_text is None or len(arguments_text) <= INLINE_ARGUMENTS_BYTES
+        if small:
+            key = canonical.request_key(tool.name, arguments_text)
+        else:
+            key = await anyio.to_thread.run_sync(canonical.request_key, tool.name, arguments_text)
         held = False
         for _ in range(MAX_DECIDES):
             async with self.lock:
-                applied = self._decide_inline(tool, key, arguments_text)
+                applied = self._decide_inline(tool, key, arguments_text) if small else WOULD_BLOCK
                 if applied is WOULD_BLOCK:
                     applied = await anyio.to_thread.run_sync(self._decide_safely, tool, key, arguments_text)
             if isinstance(applied, Answer):

@@ -105,13 +105,14 @@ class RawHost:
 
     def _read(self) -> None:
         assert self.process.stdout is not None
-        for line in self.process.stdout:
-            with contextlib.suppress(ValueError):
-                message = json.loads(line)
-                if isinstance(message, dict) and "id" in message:
-                    with self._cond:
-                        self._answers[message["id"]] = message
-                        self._cond.notify_all()
+        with contextlib.suppress(ValueError, OSError):  # the pipe closed under it: the proxy was killed
+            for line in self.process.stdout:
+                with contextlib.suppress(ValueError):
+                    message = json.loads(line)
+                    if isinstance(message, dict) and "id" in message:
+                        with self._cond:
+                            self._answers[message["id"]] = message
+                            self._cond.notify_all()
         with self._cond:
             self._cond.notify_all()
 
