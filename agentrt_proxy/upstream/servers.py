@@ -101,8 +101,8 @@ class HeldConnection:
             for tool in self.connection.tools
         ]
 
-    async def call_tool(self, name: str, arguments_text: str, timeout_ns: int) -> Any:
-        return await self.connection.call_tool(name, arguments_text, timeout_ns)
+    async def call_tool(self, name: str, arguments_text: str, timeout_ns: int, *, on_progress: Any = None) -> Any:
+        return await self.connection.call_tool(name, arguments_text, timeout_ns, on_progress=on_progress)
 
     async def aclose(self) -> None:
         """Release the connection and wait until its server is closed; safe twice."""
