@@ -9,6 +9,7 @@ model.
 from __future__ import annotations
 
 import contextlib
+import math
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,6 +40,11 @@ __all__ = ["Connection", "ListedTool", "ProgressCallback", "open_connection"]
 
 ProgressCallback = Callable[[float, float | None, str | None], None]
 
+# What a server may ask of its client. This client declares no client capabilities and offers
+# none of them: there is no model to sample, no user to ask and no roots behind the proxy.
+NOT_OFFERED = ("sampling/createMessage", "elicitation/create", "roots/list")
+MSG_NOT_OFFERED = "the agentrt-proxy client offers no sampling, elicitation or roots: {method} is refused"
+
 
 @dataclass(frozen=True)
 class ListedTool:
@@ -50,6 +56,14 @@ class ListedTool:
     annotations: dict[str, Any] | None
     input_schema_raw: str | None
     decoded: dict[str, Any] = field(repr=False)
+
+
+def _number(value: Any) -> float | None:
+    """A progress or total as the server sent it, if it is a finite number (not a boolean)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    number = float(value)
+    return number if math.isfinite(number) else None
 
 
 class _Undecodable:
@@ -123,21 +137,22 @@ class Connection:
         if not note.params:
             return
         token = note.params.get("progressToken")
-        pending = self._pending.get(token) if isinstance(token, int) else None
-        progress = note.params.get("progress")
-        if pending is None or pending.on_progress is None or not isinstance(progress, int | float):
+        # The token is this request's own id (``_request``): a call's progress reaches only its
+        # own callback, whatever token another call or the host uses.
+        pending = self._pending.get(token) if isinstance(token, int) and not isinstance(token, bool) else None
+        progress = _number(note.params.get("progress"))
+        if pending is None or pending.on_progress is None or progress is None:
             return
-        total = note.params.get("total")
         message = note.params.get("message")
-        pending.on_progress(
-            float(progress),
-            float(total) if isinstance(total, int | float) else None,
-            message if isinstance(message, str) else None,
-        )
+        pending.on_progress(progress, _number(note.params.get("total")), message if isinstance(message, str) else None)
 
     async def _answer_server_request(self, req: Request) -> None:
+        # Answered at once, whatever the method: a server waiting on its client would hold the
+        # call that made it ask until that call timed out.
         if req.method == "ping":
             answer = jsonrpc.result(req.id, {})
+        elif req.method in NOT_OFFERED:
+            answer = jsonrpc.error(req.id, METHOD_NOT_FOUND, MSG_NOT_OFFERED.format(method=req.method), req.method)
         else:
             answer = jsonrpc.error(req.id, METHOD_NOT_FOUND, jsonrpc.error_message(METHOD_NOT_FOUND), req.method)
         with contextlib.suppress(TransportError):

@@ -36,6 +36,7 @@ from agentrt_proxy.mcp.jsonrpc import (
     RequestId,
     Response,
 )
+from agentrt_proxy.mcp.levels import LOG_LEVELS, is_level, passes_level
 from agentrt_proxy.mcp.spans import SpanError, find_span, iter_elements
 
 __all__ = [
@@ -141,6 +142,7 @@ class ServerSession:
         self._ids: set[tuple[type, RequestId]] = set()  # every request not yet answered
         self._writer_broken = False
         self.protocol_version: str | None = None
+        self.log_level: str | None = None  # the host's logging/setLevel; None: every message goes
         self.initialized = anyio.Event()  # set at notifications/initialized
         self.input_closed = anyio.Event()  # set when the host's stream reaches EOF
 
@@ -158,7 +160,15 @@ class ServerSession:
                 self._writer_broken = True
 
     async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
-        """Send the host one notification (a relayed log message, a resource update…)."""
+        """Send the host one notification (a relayed log message, a resource update…).
+
+        Nothing goes before ``initialize`` is answered, and a log message only at or above the
+        level the host chose with ``logging/setLevel``: the session keeps what the protocol
+        promises whoever calls it."""
+        if self.protocol_version is None:
+            return
+        if method == "notifications/message" and not passes_level((params or {}).get("level"), self.log_level):
+            return
         await self.send(jsonrpc.notification(method, params))
 
     # ------------------------------------------------------------------- input
@@ -303,6 +313,8 @@ class ServerSession:
                 return jsonrpc.result(req.id, {"tools": tools})
             if req.method == "tools/call":
                 return await self._call(req)
+            if req.method == "logging/setLevel":
+                return jsonrpc.result(req.id, self._set_level(req))
             raise JsonRpcError(METHOD_NOT_FOUND, jsonrpc.error_message(METHOD_NOT_FOUND), req.method)
         except JsonRpcError as exc:
             return jsonrpc.error(req.id, exc.code, exc.message, exc.data)
@@ -318,12 +330,21 @@ class ServerSession:
         self.protocol_version = negotiate_version(params.get("protocolVersion"))
         result: dict[str, Any] = {
             "protocolVersion": self.protocol_version,
-            "capabilities": {"tools": {"listChanged": False}},
+            "capabilities": {"tools": {"listChanged": False}, "logging": {}},
             "serverInfo": self._server_info,
         }
         if self._instructions:
             result["instructions"] = self._instructions
         return result
+
+    def _set_level(self, req: Request) -> dict[str, Any]:
+        if self.protocol_version is None:
+            raise JsonRpcError(INVALID_REQUEST, jsonrpc.MSG_NOT_INITIALIZED)
+        level = (req.params or {}).get("level")
+        if not is_level(level):
+            raise JsonRpcError(INVALID_PARAMS, f"logging/setLevel needs a level, one of: {', '.join(LOG_LEVELS)}")
+        self.log_level = level
+        return {}
 
     async def _call(self, req: Request) -> dict[str, Any] | None:
         params = req.params or {}

@@ -39,6 +39,7 @@ from agentrt_proxy.proxy.begin import Beginning
 from agentrt_proxy.proxy.execute import Executing
 from agentrt_proxy.proxy.hold import Hold
 from agentrt_proxy.proxy.parts import MAX_DECIDES, CallParts
+from agentrt_proxy.proxy.progress import ProgressRelay
 from agentrt_proxy.proxy.reading import CallReader
 from agentrt_proxy.proxy.settling import Settling
 from agentrt_proxy.proxy.view import CallView, ReadApprovals, ReadRows, ReadRun, ReadSteps
@@ -80,6 +81,13 @@ class CallRules:
     # ================================================================= one tools/call
 
     async def handle(self, tool: LoadedTool, arguments_text: str | None, ctx: CallContext) -> dict[str, Any]:
+        # One relay per call: the hold's progress and the server's reach the host under its token.
+        progress = ProgressRelay(ctx)
+        return await progress.around(lambda: self._handle(tool, arguments_text, ctx, progress))
+
+    async def _handle(
+        self, tool: LoadedTool, arguments_text: str | None, ctx: CallContext, progress: ProgressRelay
+    ) -> dict[str, Any]:
         small = arguments_text is None or len(arguments_text) <= INLINE_ARGUMENTS_BYTES
         if small:
             key = canonical.request_key(tool.name, arguments_text)
@@ -94,11 +102,11 @@ class CallRules:
             if isinstance(applied, Answer):
                 return applied.result
             if isinstance(applied, Execute):
-                return await self.executing.execute(tool, self.facts[tool.name], applied)
+                return await self.executing.execute(tool, self.facts[tool.name], applied, progress)
             if isinstance(applied, Pending):
                 if not held and self.hold.may_hold(ctx):
                     held = True
-                    if await self.hold.wait(applied.approval, ctx):
+                    if await self.hold.wait(applied.approval, ctx, progress):
                         continue
                 return answers.prose(verdict_text.pending_text(applied.approval))
             # Retry: the call lost a race; read again.

@@ -27,6 +27,7 @@ from agentrt_proxy.proxy import answers
 from agentrt_proxy.proxy.applied import Execute
 from agentrt_proxy.proxy.begin import Beginning, propose
 from agentrt_proxy.proxy.parts import CallParts
+from agentrt_proxy.proxy.progress import ProgressRelay
 from agentrt_proxy.proxy.rules import ToolFacts
 from agentrt_proxy.proxy.settling import Settling
 from agentrt_proxy.store import ApprovalExpired, LeaseLost, RunStateError, StoreError
@@ -47,11 +48,12 @@ class Executing:
         self.beginning = beginning
         self.lock = lock  # the process's lock of the rules: the re-run decides under it
 
-    async def execute(self, tool: LoadedTool, facts: ToolFacts, allowed: Execute) -> Result:
+    async def execute(self, tool: LoadedTool, facts: ToolFacts, allowed: Execute, progress: ProgressRelay) -> Result:
         session = allowed.session
+        on_progress = progress.upstream()  # the server's progress to the host; the gate never sees it
 
         async def call_upstream(request: ToolRequest) -> ToolOutcome:
-            return await tool.call(canonical.policy_text(request.args))
+            return await tool.call(canonical.policy_text(request.args), on_progress)
 
         closed: list[str] = []
 

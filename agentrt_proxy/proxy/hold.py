@@ -12,6 +12,7 @@ from agentrt_proxy.canonical.durations import SECOND
 from agentrt_proxy.gate import Clock
 from agentrt_proxy.mcp import CallContext
 from agentrt_proxy.proxy.parts import CallSettings
+from agentrt_proxy.proxy.progress import ProgressRelay
 from agentrt_proxy.proxy.rules import past_expiry
 from agentrt_proxy.store import Approval, Store, StoreError
 from agentrt_proxy.text import model_text
@@ -30,9 +31,10 @@ class Hold:
     def may_hold(self, ctx: CallContext) -> bool:
         return self.seconds > 0 and ctx.live and not self.shutting_down.is_set()
 
-    async def wait(self, approval: Approval, ctx: CallContext) -> bool:
-        """Wait up to the hold for an operator; True when the approval was decided (or
-        expired) and the call should decide again, False to answer pending now."""
+    async def wait(self, approval: Approval, ctx: CallContext, progress: ProgressRelay) -> bool:
+        """Wait up to the hold for an operator, telling the host through the call's ``progress``;
+        True when the approval was decided (or expired) and the call should decide again,
+        False to answer pending now."""
         began = anyio.current_time()
         deadline = began + self.seconds
         last_progress = began
@@ -42,7 +44,7 @@ class Hold:
                 return False
             if now - last_progress >= PROGRESS_EVERY_SECONDS:
                 last_progress = now
-                await ctx.report_progress(now - began, self.seconds, model_text.progress_waiting())
+                progress.hold(now - began, self.seconds, model_text.progress_waiting())
             with anyio.move_on_after(min(self.poll, deadline - now)):
                 await _first_of(ctx.cancelled.wait, self.shutting_down.wait)
             try:

@@ -28,6 +28,7 @@ from agentrt_proxy.store import Store, StoreError
 from agentrt_proxy.text import model_text, operator_text
 from agentrt_proxy.text.cli_text import program_invocation
 from agentrt_proxy.upstream import OpenError, OpenServers, open_servers
+from agentrt_proxy.upstream.notes import ServerNotes
 
 if TYPE_CHECKING:
     from agentrt_proxy.canonical.clock import Clock
@@ -54,6 +55,8 @@ class Runtime:
 
         self.config = config
         self.host = host  # notifications to the host (relayed from the upstreams)
+        self.notes = ServerNotes(host, write_stderr)
+        opened.relay(self.notes)
         self.opened = opened
         self.store = store
         self.tools = opened.by_name()
@@ -119,6 +122,7 @@ class Runtime:
         return answers.prose(text)  # GATE_STATUS: …
 
     async def close(self) -> None:
+        await self.notes.aclose()
         await self.opened.aclose()
         await anyio.to_thread.run_sync(self.store.close)
 

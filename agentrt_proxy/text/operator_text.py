@@ -52,6 +52,13 @@ def operator_serving(session: str, database: str) -> str:
     return operator_line(f"serving session {session} on database {database}")
 
 
+def operator_tools_changed(server: str) -> str:
+    """A server said its tool list changed (``notifications/tools/list_changed``)."""
+    return operator_line(
+        f"server {go_quote(server)}: tools changed; the offered tools stay as pinned; run pin to review"
+    )
+
+
 # =============================================================================================
 # The operator's subcommands: runs, show, approve, reject, verify (cli/operator.py).
 # Error lines go to standard error as "agentrt-proxy: <command>: <sentence>". Values from

@@ -9,6 +9,7 @@ tool's known-answer pattern (spec §2.7.2).
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -19,13 +20,19 @@ from agentrt_proxy.mcp.results import InputRequired
 from agentrt_proxy.text import escaping
 from agentrt_proxy.upstream.spec import ToolSpec
 
-__all__ = ["CallRefused", "LoadedTool", "Upstream", "is_known_answer", "known_answer_pattern"]
+__all__ = ["CallRefused", "LoadedTool", "OnProgress", "Upstream", "is_known_answer", "known_answer_pattern"]
+
+# The server's progress for one call as (progress, total, message), called on the event loop by
+# the wire's reader (``mcp.client.ProgressCallback``, spelled here so this module stays light).
+OnProgress = Callable[[float, float | None, str | None], None]
 
 
 class Upstream(Protocol):
     """The part of an upstream connection a loaded tool calls through."""
 
-    async def call_tool(self, name: str, arguments_text: str, timeout_ns: int) -> ToolOutcome: ...
+    async def call_tool(
+        self, name: str, arguments_text: str, timeout_ns: int, *, on_progress: OnProgress | None = None
+    ) -> ToolOutcome: ...
 
 
 @dataclass(frozen=True)
@@ -87,14 +94,18 @@ class LoadedTool:
         arguments.update(self.fixed)
         return canonical.policy_text(arguments)
 
-    async def call(self, arguments_text: str | bytes | None) -> ToolOutcome:
-        """Refuse what the operator forbids, inject the fixed values, call the server."""
+    async def call(self, arguments_text: str | bytes | None, on_progress: OnProgress | None = None) -> ToolOutcome:
+        """Refuse what the operator forbids, inject the fixed values, call the server (asking it
+        for progress, to ``on_progress``, when one is given)."""
         prepared = self.prepare(arguments_text)
         if isinstance(prepared, CallRefused):
             return prepared
         if self.upstream is None:
             raise RuntimeError(f"tool {self.name}: no connection to server {self.server!r}")
-        outcome = await self.upstream.call_tool(self.remote, prepared, self.spec.timeout)
+        if on_progress is None:  # named only when given: an upstream that reports no progress need not take it
+            outcome = await self.upstream.call_tool(self.remote, prepared, self.spec.timeout)
+        else:
+            outcome = await self.upstream.call_tool(self.remote, prepared, self.spec.timeout, on_progress=on_progress)
         if isinstance(outcome, InputRequired):  # an answer this adapter cannot complete: a known failure
             return _refusal(f"{self.name}: {outcome.reason}")
         return outcome

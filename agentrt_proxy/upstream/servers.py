@@ -22,6 +22,7 @@ from agentrt_proxy.errors import ConfigurationError
 from agentrt_proxy.text import escaping
 from agentrt_proxy.upstream.loaded_tool import LoadedTool
 from agentrt_proxy.upstream.manifest import ManifestError, read_manifest
+from agentrt_proxy.upstream.notes import ServerNotes
 from agentrt_proxy.upstream.pins import LiveTool, Manifest, PinnedTool, live_tool, pin_tool
 from agentrt_proxy.upstream.registry import Connection, ListingFn, LoadError, Report, load
 
@@ -57,6 +58,14 @@ class HeldConnection:
         self._release = anyio.Event()
         self._done = anyio.Event()
         self._task: asyncio.Task[None] | None = None
+        self.notes: ServerNotes | None = None  # attached to every connection this server gets
+
+    def relay(self, notes: ServerNotes) -> None:
+        """Relay this server's notifications through ``notes``: now, and on every later connection
+        (whoever opens a new one calls ``self.notes.attach`` on it)."""
+        self.notes = notes
+        if self.connection is not None:
+            notes.attach(self.server.name, self.connection)
 
     async def open(self, timeout_ns: int) -> None:
         """Connect, initialize and list within ``timeout_ns``; raise the wire's error."""
@@ -101,8 +110,8 @@ class HeldConnection:
             for tool in self.connection.tools
         ]
 
-    async def call_tool(self, name: str, arguments_text: str, timeout_ns: int) -> Any:
-        return await self.connection.call_tool(name, arguments_text, timeout_ns)
+    async def call_tool(self, name: str, arguments_text: str, timeout_ns: int, *, on_progress: Any = None) -> Any:
+        return await self.connection.call_tool(name, arguments_text, timeout_ns, on_progress=on_progress)
 
     async def aclose(self) -> None:
         """Release the connection and wait until its server is closed; safe twice."""
@@ -155,6 +164,12 @@ class OpenServers:
 
     def by_name(self) -> dict[str, LoadedTool]:
         return {tool.name: tool for tool in self.tools}
+
+    def relay(self, notes: ServerNotes) -> None:
+        """Relay every server's notifications (log messages, changed lists) through ``notes``."""
+        for connection in self.connections:
+            if isinstance(connection, HeldConnection):
+                connection.relay(notes)
 
     async def aclose(self) -> None:
         await _close_all(self.connections)
