@@ -111,14 +111,16 @@ def node_dir(env: Mapping[str, str]) -> Path:
 def run_suite(url: str, output: Path, env: Mapping[str, str], timeout: float = 600) -> dict[str, Scenario]:
     """Every server scenario of the suite against ``url``, by name."""
     output.mkdir(parents=True, exist_ok=True)
-    subprocess.run(
+    ran = subprocess.run(
         ["npx", "--no-install", "conformance", "server", "--url", url, "--suite", "all", "-o", str(output)],
         cwd=node_dir(env), env=dict(env), capture_output=True, text=True, timeout=timeout, check=False,
     )  # fmt: skip
     found: dict[str, Scenario] = {}
     for checks in sorted(output.glob("server-*/checks.json")):
         name = checks.parent.name[len("server-") :].rsplit("-", 6)[0]  # drop the time stamp
-        ran = json.loads(checks.read_text())
-        failed = tuple(f"{c['id']}: {c.get('errorMessage', '')}" for c in ran if c["status"] == "FAILURE")
-        found[name] = Scenario(name, not failed and bool(ran), failed)
+        checked = json.loads(checks.read_text())
+        failed = tuple(f"{c['id']}: {c.get('errorMessage', '')}" for c in checked if c["status"] == "FAILURE")
+        found[name] = Scenario(name, not failed and bool(checked), failed)
+    if not found:
+        raise RuntimeError(f"the conformance suite ran no scenario: {ran.stdout[-2000:]}{ran.stderr[-2000:]}")
     return found
