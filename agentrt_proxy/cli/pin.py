@@ -17,12 +17,14 @@ from agentrt_proxy.upstream import (
     LoadError,
     ManifestError,
     OpenError,
+    OpenServers,
     PinnedTool,
     Report,
     default_connector,
     hints_text,
     open_servers,
     pin_server,
+    read_manifest,
     write_manifest,
 )
 
@@ -63,6 +65,12 @@ async def _pin_all(config: Config, config_path: str, stdout: TextIO, connector: 
         )
         for name in sorted(manifest.tools):
             stdout.write(pin_line(manifest.tools[name]) + "\n")
+        if manifest.prompts is not None:
+            stdout.write(f"server {escaping.sanitize(server.name)}: {len(manifest.prompts)} prompts pinned:\n")
+            for name in sorted(manifest.prompts):
+                prompt = manifest.prompts[name]
+                description = escaping.clean(" ".join(prompt.description.split()), DESCRIPTION_BYTES)
+                stdout.write(f"  {escaping.sanitize(name):<{NAME_COLUMNS}} {description}\n")
         stdout.flush()
     stdout.write(f"classify the tools in the configuration's rules, then: {PROGRAM} check -config {config_path}\n")
 
@@ -95,8 +103,21 @@ async def _check(config: Config, stdout: TextIO, connector: Connector) -> None:
         raise
     try:
         _write_reports(opened.reports, stdout)
+        await _write_passthrough(config, opened, stdout)
     finally:
         await opened.aclose()
+
+
+async def _write_passthrough(config: Config, opened: OpenServers, stdout: TextIO) -> None:
+    """What each opted-in server passes through besides tools: resources, and each prompt."""
+    from agentrt_proxy.upstream.passthrough_pins import passthrough_report
+
+    held = {getattr(getattr(c, "server", None), "name", None): c for c in opened.connections}
+    for server in config.servers:
+        if (server.resources or server.prompts) and server.name in held:
+            pins = read_manifest(server.manifest).prompts if server.prompts else None
+            for line in await passthrough_report(server, pins, held[server.name]):
+                stdout.write(line + "\n")
 
 
 def _write_reports(reports: Sequence[Report], stdout: TextIO) -> None:

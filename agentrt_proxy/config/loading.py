@@ -245,6 +245,9 @@ def _servers(values: list[Any], base: Path, errors: _Errors) -> tuple[ServerConf
         manifest = entry.string("manifest")
         rules_value = entry.get("rules")
         skip_path_check = entry.boolean("skip_path_check")
+        resources = entry.boolean("resources")
+        prompts = entry.boolean("prompts")
+        prompt_names_value = entry.get("prompt_names")
         entry.finish()
 
         if not name:
@@ -260,6 +263,7 @@ def _servers(values: list[Any], base: Path, errors: _Errors) -> tuple[ServerConf
             errors.fail(f"server {go_quote(name)}: manifest is required")
         _check_env(name, env, inherit_env, errors)
         headers = _headers(name, headers_value, errors)
+        prompt_names = _prompt_names(name, prompt_names_value, prompts, errors)
         if endpoint is not None:
             _check_endpoint(name, endpoint, errors)
             if env or inherit_env:
@@ -279,9 +283,32 @@ def _servers(values: list[Any], base: Path, errors: _Errors) -> tuple[ServerConf
                 default_timeout=default_timeout or None,
                 rules=_rules(name, rules_value, errors),
                 skip_path_check=skip_path_check,
+                resources=resources,
+                prompts=prompts,
+                prompt_names=prompt_names,
             )
         )
     return tuple(servers)
+
+
+def _prompt_names(name: str, value: Any, prompts: bool, errors: _Errors) -> dict[str, str]:
+    """The host's names for some of the server's prompts (like a tool rule's ``rename``)."""
+    if value is None:
+        return {}
+    if not prompts:
+        errors.fail(f"server {go_quote(name)}: prompt_names applies only with \"prompts\": true")
+    if not isinstance(value, dict):
+        errors.fail(f"server {go_quote(name)}: prompt_names must be an object of prompt name to the host's name")
+    names: dict[str, str] = {}
+    for prompt, host_name in value.items():
+        text = host_name if isinstance(host_name, str) and not isinstance(host_name, Number) else ""
+        if not TOOL_NAME_PATTERN.fullmatch(text):
+            errors.fail(
+                f"server {go_quote(name)}: prompt_names: the name for {go_quote(prompt)} must match "
+                "^[a-zA-Z0-9_-]{1,64}$"
+            )
+        names[prompt] = host_name
+    return names
 
 
 def _check_env(name: str, env: Iterable[str], inherit_env: Iterable[str], errors: _Errors) -> None:

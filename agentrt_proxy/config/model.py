@@ -73,6 +73,10 @@ class ServerConfig:
     default_timeout: int | None = None
     rules: dict[str, Rule] = field(default_factory=dict)
     skip_path_check: bool = False
+    # Opt-in passthrough of the server's resources and prompts (off unless the operator says so).
+    resources: bool = False
+    prompts: bool = False
+    prompt_names: dict[str, str] = field(default_factory=dict)  # a prompt's own name -> the host's name
 
 
 @dataclass(frozen=True)

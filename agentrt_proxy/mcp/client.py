@@ -94,6 +94,7 @@ class Connection:
         self.tools: list[ListedTool] = []
         self.protocol_version: str | None = None
         self.server_info: dict[str, Any] = {}
+        self.capabilities: dict[str, Any] = {}  # what the server's initialize result offers
         # What the layers above do with the server's other notifications, by method (a log
         # message, a changed list, a resource update); called on the event loop, must not block.
         self.notification_handlers: dict[str, Callable[[Notification], None]] = {}
@@ -207,6 +208,34 @@ class Connection:
         assert isinstance(answer, Response)
         return answer
 
+    async def request(
+        self, method: str, params: dict[str, Any] | None, timeout_ns: int
+    ) -> Response | ErrorResponse:
+        """One request passed through for the layers above (resources, prompts, completion):
+        the server's answer, a JSON-RPC error included; ``TransportError`` when there is none
+        (the session ended, the answer is not JSON, or ``timeout_ns`` passed)."""
+        msg_id: int | None = None
+        pending: _Pending | None = None
+        try:
+            with anyio.move_on_after(timeout_ns / 1e9) as scope:
+                msg_id, pending = await self._request(method, params)
+                await pending.done.wait()
+        finally:
+            if msg_id is not None:
+                self._pending.pop(msg_id, None)
+        if scope.cancelled_caught or pending is None:
+            if msg_id is not None and self._dead is None:
+                with contextlib.suppress(RuntimeError):  # the connection is being torn down
+                    self._tg.start_soon(self._cancel_upstream, msg_id, timeout_ns)
+            raise TransportError(f"{method}: timed out after {format_go(timeout_ns)}")
+        if pending.failure is not None:
+            raise pending.failure
+        answer = pending.answer
+        if isinstance(answer, _Undecodable):
+            raise TransportError(f"the answer to {method} is not JSON: {answer.reason}")
+        assert isinstance(answer, Response | ErrorResponse)
+        return answer
+
     async def _notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         await self._transport.send(
             jsonrpc.encode(jsonrpc.notification(method, params)), expects_answer=False, timeout=5
@@ -226,6 +255,8 @@ class Connection:
             self._transport.protocol_version = self.protocol_version  # type: ignore[attr-defined]
         info = result.get("serverInfo")
         self.server_info = info if isinstance(info, dict) else {}
+        capabilities = result.get("capabilities")
+        self.capabilities = capabilities if isinstance(capabilities, dict) else {}
         await self._notify("notifications/initialized")
 
     async def _list_tools(self) -> list[ListedTool]:

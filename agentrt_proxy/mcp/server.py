@@ -101,6 +101,11 @@ class CallContext:
 
 
 class ToolHandler(Protocol):
+    """What the application serves. It may also offer ``methods`` (a collection of method
+    names), ``async handle(method, params) -> result`` answering them (raise ``JsonRpcError``
+    to answer an error), and ``capabilities() -> dict`` (or awaitable) merged into the
+    ``initialize`` result's capabilities."""
+
     def list_tools(self) -> list[dict[str, Any]] | Awaitable[list[dict[str, Any]]]: ...
 
     async def call_tool(self, name: str, arguments_text: str | None, ctx: CallContext) -> dict[str, Any]:
@@ -301,7 +306,7 @@ class ServerSession:
             if req.method == "ping":
                 return jsonrpc.result(req.id, {})
             if req.method == "initialize":
-                return jsonrpc.result(req.id, self._initialize(req))
+                return jsonrpc.result(req.id, await self._initialize(req))
             if req.method in ("tools/list", "tools/call") and self.protocol_version is None:
                 # The lifecycle: nothing but ping before initialize (a tool is never run for a
                 # host that has not said which revision it speaks).
@@ -315,6 +320,11 @@ class ServerSession:
                 return await self._call(req)
             if req.method == "logging/setLevel":
                 return jsonrpc.result(req.id, self._set_level(req))
+            extra = getattr(self._handler, "handle", None)  # the application's other methods, if any
+            if extra is not None and req.method in getattr(self._handler, "methods", ()):
+                if self.protocol_version is None:
+                    raise JsonRpcError(INVALID_REQUEST, jsonrpc.MSG_NOT_INITIALIZED)
+                return jsonrpc.result(req.id, await extra(req.method, req.params or {}))
             raise JsonRpcError(METHOD_NOT_FOUND, jsonrpc.error_message(METHOD_NOT_FOUND), req.method)
         except JsonRpcError as exc:
             return jsonrpc.error(req.id, exc.code, exc.message, exc.data)
@@ -325,12 +335,18 @@ class ServerSession:
         finally:
             self._ids.discard((type(req.id), req.id))
 
-    def _initialize(self, req: Request) -> dict[str, Any]:
+    async def _initialize(self, req: Request) -> dict[str, Any]:
         params = req.params or {}
-        self.protocol_version = negotiate_version(params.get("protocolVersion"))
+        version = negotiate_version(params.get("protocolVersion"))
+        capabilities: dict[str, Any] = {"tools": {"listChanged": False}, "logging": {}}
+        offered = getattr(self._handler, "capabilities", None)  # what the application adds (resources…)
+        if offered is not None:
+            more = offered()
+            capabilities.update(await more if inspect.isawaitable(more) else more)
+        self.protocol_version = version
         result: dict[str, Any] = {
             "protocolVersion": self.protocol_version,
-            "capabilities": {"tools": {"listChanged": False}, "logging": {}},
+            "capabilities": capabilities,
             "serverInfo": self._server_info,
         }
         if self._instructions:

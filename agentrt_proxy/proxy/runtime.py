@@ -81,6 +81,18 @@ class Runtime:
         self.rules = CallRules(parts, shutting_down)
         self.status = StatusReader(store, config.session, config.grant_ttl, self._is_known_answer)
         self.clock = clock
+        from agentrt_proxy.proxy.passthrough import PassthroughHandler
+
+        # Resources, prompts and completion of the servers that opted in (proxy/passthrough).
+        self.passthrough = PassthroughHandler(config, self._connection_of, store, clock, host, write_stderr)
+
+    def _connection_of(self, server: str) -> Any:
+        """The server's live wire connection, or None (a held connection wraps the wire's)."""
+        for held in self.opened.connections:
+            entry = getattr(held, "server", None)
+            if getattr(entry, "name", None) == server:
+                return getattr(held, "connection", held)
+        return None
 
     def _is_known_answer(self, tool_name: str, text: str) -> bool:
         tool = self.tools.get(tool_name)

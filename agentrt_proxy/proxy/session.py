@@ -95,6 +95,28 @@ class Proxy:
             if self.in_flight == 0:
                 self.idle.set()
 
+    # ---------------------------- resources, prompts, completion (proxy/passthrough)
+
+    @property
+    def methods(self) -> frozenset[str]:
+        if not any(server.resources or server.prompts for server in self.config.servers):
+            return frozenset()  # nothing opted in: the passthrough (and the store it imports) stays unloaded
+        from agentrt_proxy.proxy.passthrough import METHODS
+
+        return METHODS
+
+    async def capabilities(self) -> dict[str, Any]:
+        """What ``initialize`` adds: none until some server opted in; then its answer waits
+        for the upstreams, since only their own capabilities say what can be offered."""
+        if not self.methods:
+            return {}
+        await self.ready.wait()
+        return self.runtime.passthrough.capabilities() if self.failed is None else {}
+
+    async def handle(self, method: str, params: dict[str, Any]) -> Any:
+        await self._wait_ready()
+        return await self.runtime.passthrough.handle(method, params)
+
     # ---------------------------------------------------------------- shutdown
 
     async def drain(self) -> None:

@@ -5,6 +5,7 @@ chain, the state table every compare-and-set consults, and the mapping of every 
 the store's errors. Code outside the package imports these names from here.
 """
 
+from agentrt_proxy.store.audit import PROMPT_GET, RESOURCE_READ, PassthroughRead, record_passthrough
 from agentrt_proxy.store.chain import ChainBreak, VerifyReport, chain_hash
 from agentrt_proxy.store.errors import (
     ApprovalChanged,
@@ -81,7 +82,9 @@ __all__ = [
     "OUTCOME_NONE",
     "OUTCOME_UNKNOWN",
     "OUTCOME_UNSEEN",
+    "PROMPT_GET",
     "REJECTED",
+    "RESOURCE_READ",
     "RESUMABLE",
     "RUNNING",
     "RUN_INTERRUPTED",
@@ -100,6 +103,7 @@ __all__ = [
     "LeaseLost",
     "NotFound",
     "NotPending",
+    "PassthroughRead",
     "ProxyCall",
     "Run",
     "RunIdTaken",
@@ -124,4 +128,5 @@ __all__ = [
     "chain_hash",
     "new_id",
     "new_run_id",
+    "record_passthrough",
 ]

@@ -335,3 +335,39 @@ def status_not_executed(why: str) -> str:
 def progress_waiting() -> str:
     return "waiting for an operator's approval"
 
+
+
+# ---------------------------------------------------------------------------------------------
+# Resources, prompts and completion passed through to the servers that opted in: the JSON-RPC
+# error messages the host reads (a URI or prompt name is the host's own, quoted).
+# ---------------------------------------------------------------------------------------------
+
+PASSTHROUGH_NOT_RECORDED = "the read could not be recorded, so its answer is withheld"
+PASSTHROUGH_NEEDS_URI = "the request needs a uri, a string"
+PASSTHROUGH_NEEDS_NAME = "the request needs a prompt name, a string"
+PASSTHROUGH_NEEDS_REF = "the request needs a ref to a prompt or a resource"
+
+
+def passthrough_unknown_uri(uri: str) -> str:
+    return f"no server listed the resource {go_quote(uri)}, and no one server's template matches it"
+
+
+def passthrough_ambiguous_uri(uri: str) -> str:
+    return f"the resource {go_quote(uri)} matches the templates of more than one server"
+
+
+def passthrough_unknown_prompt(name: str) -> str:
+    return f"unknown prompt: {go_quote(name)}"
+
+
+def passthrough_not_offered(server: str, what: str) -> str:
+    return f"server {go_quote(server)} does not offer {what}"
+
+
+def passthrough_failed(server: str, detail: str) -> str:
+    return f"server {go_quote(server)}: {clean(detail, 512)}"
+
+
+def passthrough_error(message: str) -> str:
+    """The server's own JSON-RPC error message, escaped and bounded."""
+    return clean(message, 1024)

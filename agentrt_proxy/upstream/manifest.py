@@ -18,7 +18,14 @@ from agentrt_proxy.canonical.encoder import MANIFEST, encode
 from agentrt_proxy.config import ConfigError, read_owned
 from agentrt_proxy.errors import ConfigurationError
 from agentrt_proxy.text import escaping
-from agentrt_proxy.upstream.pins import Manifest, PinnedTool, normalise_annotations
+from agentrt_proxy.upstream.pins import (
+    Manifest,
+    PinnedPrompt,
+    PinnedTool,
+    PromptShapeError,
+    normalise_annotations,
+    pin_prompt,
+)
 
 
 class ManifestError(ConfigurationError):
@@ -44,7 +51,19 @@ def manifest_text(manifest: Manifest) -> str:
         if tool.annotations is not None:
             entry["annotations"] = tool.annotations
         tools[name] = entry
-    return encode({"server": manifest.server, "pinned_at": manifest.pinned_at, "tools": tools}, MANIFEST) + "\n"
+    document: dict[str, Any] = {"server": manifest.server, "pinned_at": manifest.pinned_at, "tools": tools}
+    if manifest.prompts is not None:  # only a server whose prompts pass through pins them
+        document["prompts"] = {name: _prompt_entry(manifest.prompts[name]) for name in sorted(manifest.prompts)}
+    return encode(document, MANIFEST) + "\n"
+
+
+def _prompt_entry(prompt: PinnedPrompt) -> dict[str, Any]:
+    entry: dict[str, Any] = {"name": prompt.name}
+    if prompt.title is not None:
+        entry["title"] = prompt.title
+    entry["description"] = prompt.description
+    entry["arguments"] = prompt.arguments_tree()
+    return entry
 
 
 def write_manifest(path: Path | str, manifest: Manifest) -> None:
@@ -100,7 +119,25 @@ def _manifest_from(tree: Any, path: str) -> Manifest:
     if not isinstance(tools_value, dict):
         raise ManifestError(f"{path}: tools must be an object of tool name to pinned tool")
     tools = {name: _pinned_from(name, entry, path) for name, entry in tools_value.items()}
-    return Manifest(server=server, pinned_at=pinned_at, tools=tools)
+    return Manifest(server=server, pinned_at=pinned_at, tools=tools, prompts=_prompts_from(tree.get("prompts"), path))
+
+
+def _prompts_from(value: Any, path: str) -> dict[str, PinnedPrompt] | None:
+    """The optional "prompts" section; a manifest written before prompts were pinned has none."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise ManifestError(f"{path}: prompts must be an object of prompt name to pinned prompt")
+    prompts: dict[str, PinnedPrompt] = {}
+    for key, entry in value.items():
+        where = f"prompts[{escaping.go_quote(key)}]"
+        if not isinstance(entry, dict) or entry.get("name") != key:
+            raise ManifestError(f"{path}: {where} must be an object whose name is {escaping.go_quote(key)}")
+        try:
+            prompts[key] = pin_prompt(entry)
+        except PromptShapeError as err:
+            raise ManifestError(f"{path}: {where}: {err}") from None
+    return prompts
 
 
 def _pinned_from(key: str, entry: Any, path: str) -> PinnedTool:

@@ -6,12 +6,23 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 from agentrt_proxy import canonical
 from agentrt_proxy.canonical import schema_form
+from agentrt_proxy.errors import InvalidValue
 
-__all__ = ["LiveTool", "Manifest", "PinnedTool", "hints_text", "live_tool", "normalise_annotations", "pin_tool"]
+__all__ = [
+    "LiveTool",
+    "Manifest",
+    "PinnedPrompt",
+    "PinnedTool",
+    "hints_text",
+    "live_tool",
+    "normalise_annotations",
+    "pin_prompt",
+    "pin_tool",
+]
 
 _ANNOTATION_BOOLS = ("readOnlyHint", "idempotentHint")  # omitted when false
 _ANNOTATION_NULLABLE = ("destructiveHint", "openWorldHint")  # omitted when absent
@@ -40,10 +51,66 @@ class PinnedTool:
 
 
 @dataclass(frozen=True)
+class PinnedPrompt:
+    """One prompt as the manifest pins it: every part of its listing a model may read."""
+
+    name: str
+    title: str | None
+    description: str
+    arguments: tuple[tuple[tuple[str, Any], ...], ...]  # each argument's pinned fields, in order
+
+    def arguments_tree(self) -> list[dict[str, Any]]:
+        return [dict(argument) for argument in self.arguments]
+
+
+@dataclass(frozen=True)
 class Manifest:
     server: str
     pinned_at: str
     tools: dict[str, PinnedTool]
+    prompts: dict[str, PinnedPrompt] | None = None  # None: the manifest pins no prompts (older files)
+
+
+_ARGUMENT_FIELDS = (("name", str), ("title", str), ("description", str), ("required", bool))
+
+
+class PromptShapeError(InvalidValue):
+    """A listed prompt that cannot be pinned (no name, arguments that are not objects); the
+    message says what. Caught where the listing is read, so outside the error tree."""
+
+
+def _is_text(value: Any) -> TypeGuard[str]:
+    return isinstance(value, str) and not isinstance(value, canonical.Number)  # a strict parse's numbers are str
+
+
+def pin_prompt(listed: Any) -> PinnedPrompt:
+    """What ``pin`` records of one entry of a ``prompts/list`` result (and what serving compares
+    against it): its name, title, description and arguments, each argument's name, title,
+    description and ``required`` (kept only when true). Anything else is not pinned."""
+    if not isinstance(listed, dict) or not _is_text(listed.get("name")):
+        raise PromptShapeError("a prompt without a name")
+    arguments_value = listed.get("arguments")
+    if arguments_value is None:
+        arguments_value = []
+    if not isinstance(arguments_value, list):
+        raise PromptShapeError(f"prompt {listed['name']!r}: arguments is not an array")
+    arguments = []
+    for argument in arguments_value:
+        if not isinstance(argument, dict) or not _is_text(argument.get("name")):
+            raise PromptShapeError(f"prompt {listed['name']!r}: an argument without a name")
+        kept = []
+        for key, kind in _ARGUMENT_FIELDS:
+            value = argument.get(key)
+            if (_is_text(value) if kind is str else value is True):
+                kept.append((key, value))
+        arguments.append(tuple(kept))
+    title, description = listed.get("title"), listed.get("description")
+    return PinnedPrompt(
+        name=listed["name"],
+        title=title if _is_text(title) else None,
+        description=description if _is_text(description) else "",
+        arguments=tuple(arguments),
+    )
 
 
 def normalise_annotations(value: Any) -> dict[str, Any] | None:

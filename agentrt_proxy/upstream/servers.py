@@ -113,6 +113,10 @@ class HeldConnection:
     async def call_tool(self, name: str, arguments_text: str, timeout_ns: int, *, on_progress: Any = None) -> Any:
         return await self.connection.call_tool(name, arguments_text, timeout_ns, on_progress=on_progress)
 
+    async def request(self, method: str, params: dict[str, Any] | None, timeout_ns: int) -> Any:
+        """A request passed through (prompts and resources: ``upstream.passthrough``)."""
+        return await self.connection.request(method, params, timeout_ns)
+
     async def aclose(self) -> None:
         """Release the connection and wait until its server is closed; safe twice."""
         self._release.set()
@@ -145,10 +149,15 @@ async def pin_server(server: ServerConfig, *, connector: Connector = default_con
                     f"mcp: server {escaping.go_quote(server.name)}: list tools: tool {escaping.go_quote(tool.name)}: "
                     f"input schema: {err}"
                 ) from None
+        prompts = None
+        if server.prompts:
+            from agentrt_proxy.upstream.passthrough_pins import pin_prompts  # only pin needs it; serving starts without
+
+            prompts = await pin_prompts(server, connection)
     finally:
         with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
             await connection.aclose()
-    return Manifest(server=server.name, pinned_at=format_time(time.time_ns()), tools=tools)
+    return Manifest(server=server.name, pinned_at=format_time(time.time_ns()), tools=tools, prompts=prompts)
 
 
 # ---------------------------------------------------------------------------- open_servers

@@ -227,3 +227,10 @@ def test_filesystem_example_word_by_word(tmp_path: Path) -> None:
             assert (sandbox / "out.txt").read_text() == "approved\n"
 
     anyio.run(host)
+
+
+def test_resources_example_opts_in_to_resources_and_prompts(tmp_path: Path) -> None:
+    loaded = config.load_config(install_example(EXAMPLES / "resources" / "proxy.json", tmp_path))
+    (docs,) = loaded.servers
+    assert docs.resources and docs.prompts
+    assert docs.prompt_names == {"simple-prompt": "hello"}

@@ -75,6 +75,7 @@ ECHOED = {
     "name": "a tool's name",
     "remote": "a tool's name on its server",
     "server": "the server's name in the configuration",
+    "uri": "the resource URI the host itself asked for",
     "cls": "a side-effect class",
     "outcome": "a policy outcome, or the recorded outcome a duplicate repeats",
     "reason": "the policy's reason, a refusal's reason, or why a run ended (each escaped and bounded)",

@@ -1,0 +1,64 @@
+"""The audit record of a passed-through read: a ``resources/read`` or a ``prompts/get``.
+
+The event chain belongs to runs (``events.run_id`` references ``runs``), and the runtime's
+operator tools read runs. So each read is a run of its own, written whole in one transaction:
+inserted RUNNING, one ``passthrough.*`` event naming the server, the URI or prompt and the size
+of the answer in bytes (never its content), and finished at once, COMPLETED when the server
+answered with a result and FAILED otherwise. It uses only the moves the state table already
+allows (new -> RUNNING -> terminal), holds no lease and has no step, so ``verify`` walks it as
+any other link, ``runs`` lists it and ``show`` shows it; it is not in the proxy's call index, so
+the rules across calls and ``recheck`` never meet it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from agentrt_proxy.canonical.encoder import Raw
+from agentrt_proxy.store.ids import new_id
+from agentrt_proxy.store.states import COMPLETED, FAILED, RUNNING
+from agentrt_proxy.store.store import Store
+
+__all__ = ["PROMPT_GET", "RESOURCE_READ", "PassthroughRead", "record_passthrough"]
+
+RESOURCE_READ = "passthrough.resource_read"
+PROMPT_GET = "passthrough.prompt_get"
+_TARGET_KEY = {RESOURCE_READ: "uri", PROMPT_GET: "prompt"}
+_METHOD = {RESOURCE_READ: "resources/read", PROMPT_GET: "prompts/get"}
+
+
+@dataclass(frozen=True)
+class PassthroughRead:
+    """One read as the audit records it; ``error`` is empty when the server answered a result."""
+
+    event: str  # RESOURCE_READ or PROMPT_GET
+    server: str
+    target: str  # the URI read, or the prompt's own name at its server
+    size: int  # bytes of the server's answer (its result, or its error) as it came
+    error: str = ""
+    host_name: str = ""  # the name the host asked for, when it differs from target (a prompt)
+
+    @property
+    def goal(self) -> str:
+        return f"{_METHOD[self.event]} {self.server} {self.target}"
+
+
+def record_passthrough(store: Store, session: str, read: PassthroughRead, at: str) -> str:
+    """Write ``read`` as a finished run of its own; its run id. Raises the store's errors."""
+    run_id = f"{session}.{new_id()}"  # 80 random bits: never a lost race in practice
+    payload: dict[str, object] = {"server": read.server, _TARGET_KEY[read.event]: read.target, "bytes": read.size}
+    if read.host_name and read.host_name != read.target:
+        payload["name"] = read.host_name
+    if read.error:
+        payload["error"] = read.error
+    status = FAILED if read.error else COMPLETED
+    reason = "upstream_error" if read.error else "passthrough"
+    with store.write() as tx:
+        tx.insert_run(run_id, read.goal, "{}", at, "", "")
+        tx.append(run_id, "", at, "run.created", {"goal": read.goal, "limits": Raw("{}"), "tools": []})
+        tx.append(run_id, "", at, read.event, payload)
+        tx.update_run(run_id, expect=RUNNING, status=status, reason=reason, reason_detail=read.error, finished_at=at)
+        tx.append(
+            run_id, "", at, "run.finished", {"status": status, "reason": reason, "detail": read.error, "steps": 0}
+        )
+    return run_id
