@@ -28,12 +28,10 @@ MUST_PASS_THROUGH_THE_PROXY = {
     "completion-complete", "resources-list", "resources-read-text", "resources-read-binary",
     "resources-templates-read", "resources-subscribe", "resources-unsubscribe", "prompts-list",
     "prompts-get-simple", "prompts-get-with-args", "prompts-get-embedded-resource", "prompts-get-with-image",
+    "logging-set-level", "tools-call-with-logging", "tools-call-with-progress",
 }  # fmt: skip
 # Pass through the bridge alone; through the proxy only once the other parts of issue 13 land.
 OWED_TO_OTHER_ITEMS = {
-    "logging-set-level": "item 8: the proxy does not answer logging/setLevel yet",
-    "tools-call-with-logging": "item 8: upstream log messages are not forwarded yet",
-    "tools-call-with-progress": "item 8: upstream progress is not forwarded yet",
     "tools-call-image": "item 7: content blocks are flattened to text",
     "tools-call-audio": "item 7: content blocks are flattened to text",
     "tools-call-embedded-resource": "item 7: content blocks are flattened to text",
