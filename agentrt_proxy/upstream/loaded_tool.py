@@ -23,7 +23,8 @@ __all__ = ["CallRefused", "LoadedTool", "Upstream", "is_known_answer", "known_an
 
 
 class Upstream(Protocol):
-    """The part of an upstream connection a loaded tool calls through."""
+    """The part of an upstream connection a loaded tool calls through: once opened, its server's
+    supervisor (``upstream.supervisor``), which outlives every connection to the server."""
 
     async def call_tool(self, name: str, arguments_text: str, timeout_ns: int) -> ToolOutcome: ...
 
