@@ -177,7 +177,7 @@ async def test_a_write_to_a_server_that_had_exited_is_not_sent() -> None:
         pid = transport.pid
         assert pid is not None
         await anyio.to_thread.run_sync(lambda: os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT))  # exited, unreaped
-        with pytest.raises(NotSentError, match="^the server exited with status 4 before the request was written$"):
+        with pytest.raises(NotSentError, match=r"^the server exited with status 4 before the request was written$"):
             await transport.send(b"{}", expects_answer=True, timeout=None)
         assert transport.returncode == 4
 
