@@ -241,8 +241,12 @@ def is_error(result: types.CallToolResult | dict[str, Any]) -> bool:
 
 
 @asynccontextmanager
-async def proxy_harness(directory: Path, *, pin_first: bool = True, **config_fields: Any) -> AsyncIterator[Harness]:
-    """Pin the fake bank, start the proxy in-process and connect the SDK client to it."""
+async def proxy_harness(
+    directory: Path, *, pin_first: bool = True, supervision: Any = None, **config_fields: Any
+) -> AsyncIterator[Harness]:
+    """Pin the fake bank, start the proxy in-process and connect the SDK client to it.
+
+    ``supervision`` (``upstream.Supervision``) replaces the restart backoff of the servers."""
     config_path = write_config(directory, **config_fields)
     config = load_config(config_path)
     if pin_first:
@@ -251,7 +255,9 @@ async def proxy_harness(directory: Path, *, pin_first: bool = True, **config_fie
     stderr: list[str] = []
 
     async def opener(cfg: Config, write_stderr: Any, shutting_down: anyio.Event, **links: Any) -> Any:
-        return await open_runtime(cfg, write_stderr, shutting_down, clock=clock, hold_poll=0.02, **links)
+        return await open_runtime(
+            cfg, write_stderr, shutting_down, clock=clock, hold_poll=0.02, supervision=supervision, **links
+        )
 
     proxy = Proxy(config, stderr.append, opener=opener)
     to_proxy_send, to_proxy_receive = anyio.create_memory_object_stream[bytes](100)

@@ -11,9 +11,10 @@ import anyio
 
 from agentrt_proxy.cli.flags import UsageError, parse
 from agentrt_proxy.config import Config, ConfigError, check_database_file, load_config
-from agentrt_proxy.text import escaping
+from agentrt_proxy.text import escaping, operator_text
 from agentrt_proxy.upstream import (
     Connector,
+    DownServer,
     LoadError,
     ManifestError,
     OpenError,
@@ -95,9 +96,10 @@ def pin_command(
     return 0
 
 
-async def _check(config: Config, stdout: TextIO, connector: Connector) -> None:
+async def _check(config: Config, stdout: TextIO, connector: Connector) -> list[DownServer]:
+    """Open as serving would; the servers that did not answer (serving would retry them)."""
     try:
-        opened = await open_servers(config, connector=connector)
+        opened = await open_servers(config, connector=connector, keep_down=True)
     except OpenError as err:
         _write_reports(err.reports, stdout)
         raise
@@ -106,6 +108,7 @@ async def _check(config: Config, stdout: TextIO, connector: Connector) -> None:
         await _write_passthrough(config, opened, stdout)
     finally:
         await opened.aclose()
+    return opened.down
 
 
 async def _write_passthrough(config: Config, opened: OpenServers, stdout: TextIO) -> None:
@@ -143,13 +146,18 @@ def check_command(
     try:
         config = load_config(config_path)
         check_database_file(config.database)
-        anyio.run(_check, config, out, connector)
+        down = anyio.run(_check, config, out, connector)
     except (ConfigError, OpenError) as err:
         out.flush()
         return _fail(err, err_out)
     except Exception as err:  # never a traceback: one line naming what failed
         out.flush()
         return _fail(err, err_out)
+    if down:  # serving would offer their tools from the manifests and retry: a check fails
+        out.flush()
+        for server in down:
+            _fail(operator_text.server_down_in_check(server.server, server.error), err_out)
+        return 1
     out.write(f"status tool: {config.status_tool}\n")
     out.write(f"session: {config.session}\n")
     out.write(f"database: {config.database}\n")

@@ -91,6 +91,7 @@ class Connection:
         self._next_id = 0
         self._pending: dict[int, _Pending] = {}
         self._dead: str | None = None
+        self.closed = anyio.Event()  # set when the session ends: what a supervisor waits for
         self.tools: list[ListedTool] = []
         self.protocol_version: str | None = None
         self.server_info: dict[str, Any] = {}
@@ -162,6 +163,7 @@ class Connection:
     def _on_closed(self, reason: str) -> None:
         if self._dead is None:
             self._dead = reason
+        self.closed.set()
         for pending in list(self._pending.values()):
             if pending.answer is None and pending.failure is None:
                 pending.failure = SessionClosed(self._dead)
@@ -371,6 +373,16 @@ class Connection:
     @property
     def alive(self) -> bool:
         return self._dead is None
+
+    @property
+    def ended(self) -> str | None:
+        """Why the session ended (None while it lives)."""
+        return self._dead
+
+    @property
+    def exit_status(self) -> int | None:
+        """A stdio server's exit status once it has exited and been reaped (None before, or over HTTP)."""
+        return getattr(self._transport, "returncode", None)
 
     async def aclose(self) -> None:
         """End the session; safe twice and while a call is in flight (it fails at once)."""

@@ -20,12 +20,12 @@ import anyio.abc
 
 from agentrt_proxy.canonical.quoting import go_escape, go_quote
 from agentrt_proxy.mcp import spawn
-from agentrt_proxy.mcp.errors import SessionClosed, TransportError
+from agentrt_proxy.mcp.errors import NotSentError, SessionClosed, TransportError
 from agentrt_proxy.mcp.framing import LineBuffer
 from agentrt_proxy.mcp.spec import STDERR_TAIL_BYTES
 from agentrt_proxy.mcp.transport import Deliver, OnClosed
 
-__all__ = ["StdioTransport"]
+__all__ = ["StdioTransport", "exit_text"]
 
 STDERR_WAIT = 2.0  # how long a failure waits for a dead server's stderr to close
 CLOSE_GRACE = 2.0  # after closing stdin, and again after SIGTERM
@@ -121,15 +121,47 @@ class StdioTransport:
         return f"; stderr: {go_quote(tail)}" if tail else ""
 
     async def send(self, data: bytes, *, expects_answer: bool, timeout: float | None) -> None:
+        """Write one message. A failure says whether the server can have read any of it, which
+        is the difference between "nothing ran" and "maybe ran" for a tool call:
+
+        - ``NotSentError``: provably not one byte of this message reached the server's pipe.
+          The transport is not started or is closing; the process this transport started had
+          already exited (seen before writing, and then nothing is written: a descendant still
+          holding the pipe can read nothing of it); the pipe was already closed (asyncio would
+          drop the write silently); or the first write raised before the pipe took a byte.
+        - ``SessionClosed``: the pipe took the message, or a part of it, and failed afterwards
+          (draining the rest failed): the server may have read it, so the outcome is unknown.
+        """
         stdin = self._stdin
         if stdin is None or self._closing:
-            raise SessionClosed("connection closed")
+            raise NotSentError("connection closed")
         async with self._write_lock:
+            proc = self._proc
+            status = proc.poll() if proc is not None else None
+            if status is not None:
+                raise NotSentError(f"the server {exit_text(status)} before the request was written")
+            transport = stdin.transport
+            if transport.is_closing():  # lost earlier (the server closed its stdin): a write is dropped
+                raise NotSentError("connection closed: the server's stdin is closed")
             try:
                 stdin.write(data + b"\n")
+            except (OSError, RuntimeError) as exc:  # raised before the transport wrote anything
+                raise NotSentError(f"connection closed: {go_escape(str(exc))}") from exc
+            if transport.is_closing():
+                # asyncio's pipe transport writes at once, in one os.write, only into an empty
+                # buffer, and closes itself in write() only when that os.write raised: a call
+                # that failed took no byte. (A later failure is the drain's, below.)
+                raise NotSentError("connection closed: the server's stdin refused the write")
+            try:
                 await stdin.drain()
-            except (OSError, RuntimeError) as exc:  # broken pipe, or a transport closing
+            except (OSError, RuntimeError) as exc:  # broken pipe after the pipe took bytes: maybe read
                 raise SessionClosed(f"connection closed: {go_escape(str(exc))}") from exc
+
+    @property
+    def returncode(self) -> int | None:
+        """The server's exit status once it has exited and been reaped (None before), for the
+        operator's line about a server that went down."""
+        return self._proc.returncode if self._proc is not None else None
 
     async def aclose(self) -> None:
         """Close stdin, wait, SIGTERM the group, then SIGKILL the group (descendants too)."""
@@ -171,6 +203,17 @@ class StdioTransport:
             if pipe is not None:
                 with contextlib.suppress(OSError):
                     pipe.close()
+
+
+def exit_text(status: int) -> str:
+    """A process's exit status as a phrase: "exited with status 1", "was killed by signal 9 (SIGKILL)"."""
+    if status >= 0:
+        return f"exited with status {status}"
+    try:
+        name = f" ({signal.Signals(-status).name})"
+    except ValueError:
+        name = ""
+    return f"was killed by signal {-status}{name}"
 
 
 async def _wait_exit(proc: subprocess.Popen[bytes], timeout: float | None) -> None:

@@ -14,6 +14,7 @@ across calls, the status tool and jsonschema (~130 ms of imports) are imported b
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +28,7 @@ from agentrt_proxy.proxy.host_link import HostLink
 from agentrt_proxy.store import Store, StoreError
 from agentrt_proxy.text import model_text, operator_text
 from agentrt_proxy.text.cli_text import program_invocation
-from agentrt_proxy.upstream import OpenError, OpenServers, open_servers
+from agentrt_proxy.upstream import OpenError, OpenServers, Supervision, open_servers
 from agentrt_proxy.upstream.notes import ServerNotes
 
 if TYPE_CHECKING:
@@ -147,12 +148,17 @@ async def open_runtime(
     host: HostLink | None = None,
     clock: Clock | None = None,
     hold_poll: float | None = None,
+    supervision: Supervision | None = None,
 ) -> Runtime:
     """Connect every upstream, open the store and import the rules, concurrently; then the runtime.
 
     Why this order (the cold start, bench/RESULTS.md): an upstream's own start is the
     longest wait, so the upstreams are connected first, and the rules across calls and the
     status tool are imported in a worker thread meanwhile, while the store opens alongside.
+
+    A server that does not answer is served anyway, from its manifest, and started again in the
+    background, as is one that goes down later (``supervision``: the backoff; its lines go to
+    ``write_stderr``).
     """
     opened: OpenServers | None = None
     store: Store | None = None
@@ -167,7 +173,7 @@ async def open_runtime(
     async def open_upstreams() -> None:
         nonlocal opened, failure
         try:
-            opened = await open_servers(config)
+            opened = await open_servers(config, keep_down=True)
         except OpenError as err:
             for report in err.reports:
                 for line in report.lines():
@@ -204,6 +210,7 @@ async def open_runtime(
     for report in opened.reports:
         for line in report.lines():
             write_stderr(operator_text.operator_line(line))
+    opened.supervise(dataclasses.replace(supervision or Supervision(), report=write_stderr))
     return Runtime(
         config, opened, store, write_stderr, shutting_down, host=host or HostLink(), clock=clock, hold_poll=hold_poll
     )

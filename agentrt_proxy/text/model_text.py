@@ -371,3 +371,23 @@ def passthrough_failed(server: str, detail: str) -> str:
 def passthrough_error(message: str) -> str:
     """The server's own JSON-RPC error message, escaped and bounded."""
     return clean(message, 1024)
+
+# =============================================================================================
+# Why nothing was sent to a server (upstream/supervisor.py): the detail of a not-sent failure,
+# read by the model after "<tool>: nothing was sent to the server: ".
+# =============================================================================================
+
+
+def server_down(server: str) -> str:
+    return f"server {go_quote(server)} is down; the proxy is starting it again, so a later call may succeed"
+
+
+def server_stopped(server: str) -> str:
+    return f"server {go_quote(server)} is down, and the proxy has stopped starting it again"
+
+
+def tool_unpinned(server: str, remote: str, reason: str) -> str:
+    return (
+        f"server {go_quote(server)} no longer offers tool {go_quote(remote)} as it was pinned "
+        f"({clean(reason, 160)})"
+    )

@@ -59,6 +59,51 @@ def operator_tools_changed(server: str) -> str:
     )
 
 
+# Servers that go down and come back (upstream/supervisor.py): one line per change, naming the
+# server. ``how`` is the wire's phrase for an exit ("exited with status 1", "was killed by
+# signal 9 (SIGKILL)") or how a connection ended; ``delay`` a Go duration.
+NOTHING_SENT = "its tools answer that nothing was sent"
+
+
+def server_went_down(server: str, how: str, delay: str) -> str:
+    return operator_line(f"server {go_quote(server)} is down: it {how}; {NOTHING_SENT}; starting it again in {delay}")
+
+
+def server_did_not_start(server: str, error: str, tools: int, delay: str) -> str:
+    return operator_line(
+        f"server {go_quote(server)} is down at start-up: {error}; its {tools} pinned tool(s) are offered from its "
+        f"manifest and answer that nothing was sent until it is up; starting it again in {delay}"
+    )
+
+
+def server_up(server: str, tries: int, again: bool) -> str:
+    state = "started again" if again else "is up"
+    return operator_line(f"server {go_quote(server)} {state} (try {tries}); its pin is checked as at start-up")
+
+
+def server_given_up(server: str, tries: int, last: str) -> str:
+    return operator_line(
+        f"server {go_quote(server)} is down: giving up after {tries} tries to start it (the last: {last}); "
+        f"{NOTHING_SENT} until the proxy is restarted"
+    )
+
+
+def tool_off_pin(server: str, remote: str, reason: str) -> str:
+    return operator_line(
+        f"server {go_quote(server)}: tool {go_quote(remote)} no longer matches its pin ({reason}); it answers that "
+        "nothing was sent until the server offers it as pinned"
+    )
+
+
+def tool_on_pin(server: str, remote: str) -> str:
+    return operator_line(f"server {go_quote(server)}: tool {go_quote(remote)} matches its pin again and is served")
+
+
+def server_down_in_check(server: str, error: str) -> str:
+    """For ``check`` (its own prefix): a server that did not answer, which serving would retry."""
+    return f"server {go_quote(server)} is down: {error}"
+
+
 # =============================================================================================
 # The operator's subcommands: runs, show, approve, reject, verify (cli/operator.py).
 # Error lines go to standard error as "agentrt-proxy: <command>: <sentence>". Values from

@@ -16,6 +16,7 @@ from agentrt_proxy.upstream.pins import LiveTool, Manifest, PinnedTool, hints_te
 from agentrt_proxy.upstream.registry import LoadError, RefusedTool, Registered, Report, decide, load
 from agentrt_proxy.upstream.servers import (
     Connector,
+    DownServer,
     OpenError,
     OpenServers,
     default_connector,
@@ -25,9 +26,11 @@ from agentrt_proxy.upstream.servers import (
 from agentrt_proxy.upstream.spec import (
     ToolSpec,
 )
+from agentrt_proxy.upstream.supervisor import Supervision, Supervisor, pinned_listing
 
 __all__ = [
     "Connector",
+    "DownServer",
     "LiveTool",
     "LoadError",
     "LoadedTool",
@@ -39,6 +42,8 @@ __all__ = [
     "RefusedTool",
     "Registered",
     "Report",
+    "Supervision",
+    "Supervisor",
     "ToolSpec",
     "decide",
     "default_connector",
@@ -51,6 +56,7 @@ __all__ = [
     "open_servers",
     "pin_server",
     "pin_tool",
+    "pinned_listing",
     "read_manifest",
     "write_manifest",
 ]

@@ -28,7 +28,8 @@ OnProgress = Callable[[float, float | None, str | None], None]
 
 
 class Upstream(Protocol):
-    """The part of an upstream connection a loaded tool calls through."""
+    """The part of an upstream connection a loaded tool calls through: once opened, its server's
+    supervisor (``upstream.supervisor``), which outlives every connection to the server."""
 
     async def call_tool(
         self, name: str, arguments_text: str, timeout_ns: int, *, on_progress: OnProgress | None = None

@@ -1,7 +1,9 @@
 """Connecting to the pinned servers: listing one for ``pin``, opening all of them as serving does.
 
 ``check`` and serving (``proxy.runtime``) open every server with ``open_servers``, loading each
-against its manifest and rules (spec §1.11, §2.12).
+against its manifest and rules (spec §1.11, §2.12). Every server's tools call through its
+``Supervisor`` (``upstream.supervisor``), which serving starts so that a server that goes down,
+or was down at start-up, is started again.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ from agentrt_proxy.upstream.loaded_tool import LoadedTool
 from agentrt_proxy.upstream.manifest import ManifestError, read_manifest
 from agentrt_proxy.upstream.notes import ServerNotes
 from agentrt_proxy.upstream.pins import LiveTool, Manifest, PinnedTool, live_tool, pin_tool
-from agentrt_proxy.upstream.registry import Connection, ListingFn, LoadError, Report, load
+from agentrt_proxy.upstream.registry import Connection, ListingFn, LoadError, Report, decide, load
+from agentrt_proxy.upstream.supervisor import Supervision, Supervisor, pinned_listing
 
 Connector = Callable[[ServerConfig], ListingFn]
 
@@ -110,16 +113,32 @@ class HeldConnection:
             for tool in self.connection.tools
         ]
 
-    async def call_tool(self, name: str, arguments_text: str, timeout_ns: int, *, on_progress: Any = None) -> Any:
-        return await self.connection.call_tool(name, arguments_text, timeout_ns, on_progress=on_progress)
+    async def call_tool(self, name: str, arguments_text: str, timeout_ns: int, **options: Any) -> Any:
+        return await self.connection.call_tool(name, arguments_text, timeout_ns, **options)
 
     async def request(self, method: str, params: dict[str, Any] | None, timeout_ns: int) -> Any:
         """A request passed through (prompts and resources: ``upstream.passthrough``)."""
         return await self.connection.request(method, params, timeout_ns)
 
+    # What the supervisor reads of the wire's session (upstream/supervisor.py).
+
+    @property
+    def alive(self) -> bool:
+        return self.connection is not None and bool(self.connection.alive)
+
+    @property
+    def exit_status(self) -> int | None:
+        return self.connection.exit_status if self.connection is not None else None
+
+    @property
+    def ended(self) -> str | None:
+        return self.connection.ended if self.connection is not None else None
+
     async def aclose(self) -> None:
         """Release the connection and wait until its server is closed; safe twice."""
         self._release.set()
+        if self._task is not None and not self._ready.is_set():
+            self._task.cancel()  # still connecting (a restart when the proxy stops): the wire closes it
         if self._task is not None:
             with anyio.CancelScope(shield=True):
                 await self._done.wait()
@@ -163,22 +182,41 @@ async def pin_server(server: ServerConfig, *, connector: Connector = default_con
 # ---------------------------------------------------------------------------- open_servers
 
 
+@dataclass(frozen=True)
+class DownServer:
+    """A server that did not answer at start-up: why, and the report of its tools as pinned."""
+
+    server: str
+    error: str
+    report: Report
+
+
 @dataclass
 class OpenServers:
-    """Every server connected and loaded: the tools in host-visible order, the reports."""
+    """Every server loaded: the tools in host-visible order, the reports of the servers that
+    answered, the servers that did not (``keep_down``), and one supervisor per server, which
+    the tools call through (``connections``, in configuration order)."""
 
     tools: list[LoadedTool] = field(default_factory=list)
     reports: list[Report] = field(default_factory=list)
-    connections: list[Connection] = field(default_factory=list)
+    connections: list[Supervisor] = field(default_factory=list)
+    down: list[DownServer] = field(default_factory=list)
 
     def by_name(self) -> dict[str, LoadedTool]:
         return {tool.name: tool for tool in self.tools}
 
     def relay(self, notes: ServerNotes) -> None:
-        """Relay every server's notifications (log messages, changed lists) through ``notes``."""
-        for connection in self.connections:
-            if isinstance(connection, HeldConnection):
-                connection.relay(notes)
+        """Relay every server's notifications (log messages, changed lists) through ``notes``: a
+        supervisor's handlers are shared with each connection it opens, restarts included."""
+        for held in self.connections:
+            target = held if hasattr(held, "notification_handlers") else getattr(held, "connection", None)
+            if target is not None:
+                notes.attach(held.server.name, target)
+
+    def supervise(self, supervision: Supervision) -> None:
+        """Keep every server served from now on: restarted when it goes down, retried if down."""
+        for supervisor in self.connections:
+            supervisor.start(supervision)
 
     async def aclose(self) -> None:
         await _close_all(self.connections)
@@ -199,26 +237,48 @@ async def _close_one(connection: Connection) -> None:
 @dataclass
 class _Outcome:
     connection: Connection | None = None
+    manifest: Manifest | None = None
     tools: list[LoadedTool] = field(default_factory=list)
     report: Report | None = None
-    error: str | None = None
+    error: str | None = None  # fatal: the configuration's to fix
+    down: str | None = None  # the server did not answer: served from its manifest (keep_down)
 
 
-async def _open_one(config: Config, server: ServerConfig, connector: Connector, outcome: _Outcome) -> None:
+async def _open_one(
+    config: Config, server: ServerConfig, connector: Connector, outcome: _Outcome, keep_down: bool
+) -> None:
     try:
         manifest = await anyio.to_thread.run_sync(read_manifest, server.manifest)
     except ManifestError as err:
         outcome.error = f"server {escaping.go_quote(server.name)}: manifest: {err}"
         return
+    outcome.manifest = manifest
     try:
         connection, tools, report = await load(server, manifest, connector(server), repeat_window=config.repeat_window)
-    except LoadError as err:
+    except LoadError as err:  # the manifest, the rules or the pins: the configuration's, always fatal
         outcome.error, outcome.report = str(err), err.report
         return
     except Exception as err:  # a connect or listing failure, already naming the server
-        outcome.error = str(err) or f"mcp: server {escaping.go_quote(server.name)}: {type(err).__name__}"
+        message = str(err) or f"mcp: server {escaping.go_quote(server.name)}: {type(err).__name__}"
+        if keep_down:
+            await _offer_pinned(config, server, manifest, message, outcome)
+        else:
+            outcome.error = message
         return
     outcome.connection, outcome.tools, outcome.report = connection, tools, report
+
+
+async def _offer_pinned(config: Config, server: ServerConfig, manifest: Manifest, down: str, outcome: _Outcome) -> None:
+    """A server that did not answer: its tools decided against its pins as the listing (what it
+    would list if it matched them), offered until it is up and its real listing is checked."""
+    try:
+        tools, report = await anyio.to_thread.run_sync(
+            lambda: decide(server, manifest, pinned_listing(manifest), repeat_window=config.repeat_window)
+        )
+    except LoadError as err:  # the rules register nothing even as pinned: the configuration's
+        outcome.error, outcome.report = str(err), err.report
+        return
+    outcome.tools, outcome.report, outcome.down = tools, report, down
 
 
 def _cross_check(config: Config, outcomes: Sequence[_Outcome], status_tool_name: str) -> list[LoadedTool]:
@@ -243,14 +303,41 @@ def _cross_check(config: Config, outcomes: Sequence[_Outcome], status_tool_name:
     return tools
 
 
+def _supervisors(config: Config, outcomes: Sequence[_Outcome], connector: Connector) -> list[Supervisor]:
+    """One supervisor per server, each tool calling through its server's (not one connection)."""
+    supervisors = []
+    for server, outcome in zip(config.servers, outcomes, strict=True):
+        assert outcome.manifest is not None
+        supervisor = Supervisor(
+            server,
+            outcome.manifest,
+            connector,
+            repeat_window=config.repeat_window,
+            offered=[tool.remote for tool in outcome.tools],
+            held=outcome.connection,
+            down=outcome.down,
+        )
+        for tool in outcome.tools:
+            tool.upstream = supervisor
+        supervisors.append(supervisor)
+    return supervisors
+
+
 async def open_servers(
     config: Config,
     *,
     status_tool_name: str | None = None,
     connector: Connector = default_connector,
+    keep_down: bool = False,
 ) -> OpenServers:
     """The serve-time Open minus the store (spec §2.12): the reach check, then every server
     connected and loaded concurrently, each inside its own connect timeout.
+
+    A server that does not answer (it cannot start, its handshake or listing fails or times
+    out) fails the open, unless ``keep_down``: then its tools are offered from its manifest and
+    it is named in ``down`` (``serve`` retries it once ``supervise`` is called; ``check``
+    reports it). What the configuration must fix is always an ``OpenError``: the reach check, a
+    manifest, rules naming unpinned tools, nothing registered, a name registered twice.
 
     Raises ``OpenError`` (with every report produced) after closing whatever opened.
     """
@@ -262,13 +349,17 @@ async def open_servers(
     try:
         async with anyio.create_task_group() as group:
             for server, outcome in zip(config.servers, outcomes, strict=True):
-                group.start_soon(_open_one, config, server, connector, outcome)
+                group.start_soon(_open_one, config, server, connector, outcome, keep_down)
     except BaseException:
         await _close_all([o.connection for o in outcomes if o.connection is not None])
         raise
     opened = OpenServers(
-        reports=[o.report for o in outcomes if o.report is not None],
-        connections=[o.connection for o in outcomes if o.connection is not None],
+        reports=[o.report for o in outcomes if o.report is not None and o.down is None],
+        down=[
+            DownServer(server.name, o.down, o.report)
+            for server, o in zip(config.servers, outcomes, strict=True)
+            if o.down is not None and o.report is not None
+        ],
     )
     try:
         failed = next((o.error for o in outcomes if o.error is not None), None)
@@ -276,9 +367,10 @@ async def open_servers(
             raise OpenError(failed)
         opened.tools = _cross_check(config, outcomes, status_tool_name or config.status_tool)
     except OpenError as err:
-        await opened.aclose()
+        await _close_all([o.connection for o in outcomes if o.connection is not None])
         err.reports = opened.reports
         raise
+    opened.connections = _supervisors(config, outcomes, connector)
     return opened
 
 

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import signal
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +17,9 @@ import anyio
 import pytest
 
 from agentrt_proxy.mcp import ConnectError, ServerSpec, ServerSpecError, child_env, open_connection
+from agentrt_proxy.mcp.errors import NotSentError, SessionClosed
 from agentrt_proxy.mcp.outcomes import NoAnswer, NotSent, Refused, Result, RpcError
+from agentrt_proxy.mcp.stdio import StdioTransport
 from tests.processes import alive
 from tests.upstream.scripted import SCRIPTED, wait_dead, write_script
 
@@ -151,6 +154,64 @@ async def test_a_dead_session_fails_every_call_at_once_naming_the_server() -> No
             out = await conn.call_tool("echo", "{}", 5 * SECOND)
             assert isinstance(out, NotSent) and 'server "fs"' in out.detail  # nothing was written
         assert time.monotonic() - started < 1
+
+
+# ------------------------------------------------------------ a write: nothing sent, or maybe read
+
+
+@contextlib.asynccontextmanager
+async def bare_transport(script: str) -> AsyncIterator[tuple[StdioTransport, list[bytes]]]:
+    """The stdio transport alone around ``python -c script``: what ``send`` raises, unclassified."""
+    async with anyio.create_task_group() as tg:
+        transport = StdioTransport("fs", [sys.executable, "-c", script], {"PATH": os.environ.get("PATH", "")}, tg)
+        lines: list[bytes] = []
+        await transport.start(lines.append, lambda reason: None)
+        try:
+            yield transport, lines
+        finally:
+            await transport.aclose()
+
+
+async def test_a_write_to_a_server_that_had_exited_is_not_sent() -> None:
+    async with bare_transport("import sys; sys.exit(4)") as (transport, _):
+        pid = transport.pid
+        assert pid is not None
+        await anyio.to_thread.run_sync(lambda: os.waitid(os.P_PID, pid, os.WEXITED | os.WNOWAIT))  # exited, unreaped
+        with pytest.raises(NotSentError, match=r"^the server exited with status 4 before the request was written$"):
+            await transport.send(b"{}", expects_answer=True, timeout=None)
+        assert transport.returncode == 4
+
+
+async def test_a_write_to_a_live_server_that_closed_its_stdin_is_not_sent() -> None:
+    script = "import os, time; os.close(0); print('ready', flush=True); time.sleep(30)"
+    async with bare_transport(script) as (transport, lines):
+        with anyio.fail_after(10):
+            while not lines:
+                await anyio.sleep(0.01)
+        with pytest.raises(NotSentError, match="stdin"):  # closed before, or refused by the first write
+            await transport.send(b"{}", expects_answer=True, timeout=None)
+        assert transport.returncode is None  # alive: it is the pipe that refused, not an exit
+
+
+async def test_a_write_the_pipe_took_before_the_server_died_may_have_been_read() -> None:
+    # It reads nothing and dies: the pipe took the first 64 KiB, so the server could have read them.
+    script = "import os, time; print('ready', flush=True); time.sleep(0.5); os._exit(0)"
+    async with bare_transport(script) as (transport, lines):
+        with anyio.fail_after(10):
+            while not lines:
+                await anyio.sleep(0.01)
+            with pytest.raises(SessionClosed) as caught:
+                await transport.send(b"x" * (4 << 20), expects_answer=True, timeout=None)
+        assert not isinstance(caught.value, NotSentError)
+
+
+async def test_a_call_to_a_server_whose_stdin_is_closed_is_not_sent_rather_than_unanswered() -> None:
+    async with open_connection(raw_spec(), timeout_ns=10 * SECOND) as conn:
+        assert isinstance(await conn.call_tool("closein", "{}", 5 * SECOND), Result)
+        await anyio.sleep(0.2)  # the server has closed its stdin; its stdout stays open
+        out = await conn.call_tool("echo", "{}", 5 * SECOND)
+        assert isinstance(out, NotSent) and out.detail.startswith('mcp: server "fs": tool "echo": connection closed')
+        assert conn.alive  # the session did not end: nothing was answered or dropped
 
 
 async def test_close_is_safe_twice_and_concurrent_with_a_call() -> None:

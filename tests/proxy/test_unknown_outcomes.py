@@ -21,7 +21,7 @@ from agentrt_proxy.canonical.durations import format_time
 from agentrt_proxy.gate import ALLOWED, Decision, attempts
 from agentrt_proxy.store import LeaseLost, RunStateError
 from agentrt_proxy.text.operator_text import CLOSE_NOT_SENT
-from agentrt_proxy.upstream import known_answer_pattern
+from agentrt_proxy.upstream import Supervision, known_answer_pattern
 from tests.harness import DEFAULT_RULES, Harness, draw_run_ids, is_error, proxy_harness, text_of
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
@@ -426,8 +426,15 @@ async def kill_upstream(h: Harness) -> None:
             await anyio.sleep(0.01)
 
 
+async def never(seconds: float) -> None:
+    """A restart backoff that never ends: the server stays down for the whole test."""
+    import anyio
+
+    await anyio.sleep_forever()
+
+
 async def test_a_payment_to_a_server_that_died_is_a_known_failure_that_sent_nothing(tmp_path: Path) -> None:
-    async with proxy_harness(tmp_path, rules=ALLOWED_PAY) as h:
+    async with proxy_harness(tmp_path, rules=ALLOWED_PAY, supervision=Supervision(wait=never)) as h:
         await kill_upstream(h)
         for _ in range(2):  # the same payment again: neither DUPLICATE nor BLOCKED, and no operator asked
             result = await h.call("bank_pay", LEE)

@@ -81,4 +81,5 @@ def test_load_fails_on_a_listing_that_never_answers_naming_the_step_and_the_boun
 
     code, out, err = run_check(config_path)
     assert code == 1 and out == ""
-    assert err.startswith('agentrt-proxy: error: mcp: server "fs": list tools: timed out after 1s')
+    # check names the server that is down (serving would offer its tools from the manifest and retry)
+    assert err.startswith('agentrt-proxy: error: server "fs" is down: mcp: server "fs": list tools: timed out after 1s')

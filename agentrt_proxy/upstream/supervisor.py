@@ -1,0 +1,273 @@
+"""Keeping each server served: started again when it goes down, retried when it is down at
+start-up (issue 13, items 4 and 5).
+
+A ``Supervisor`` is what a loaded tool calls through (``LoadedTool.upstream``), so a tool outlives
+any one connection to its server. While the server is down, or while a tool no longer matches
+its pin after a restart, a call answers ``NotSent`` naming the server: nothing is written
+anywhere, so it is a known failure that ran nothing (it never blocks the tool and never asks an
+operator). A call already written when the server died is the wire's to classify (unknown).
+
+The supervisor starts the server again after a backoff (``Supervision``: 1 s doubling to 30 s),
+gives up after ``tries`` starts in a row that did not stay up for the backoff's cap, checks the pin
+again after every start exactly as at start-up (``registry.decide`` against the manifest read at
+start-up, the pin the proxy serves), and writes one operator line per change: down (with the exit
+status), up again, giving up, a tool off or back on its pin. The handlers the layers above put in
+``notification_handlers`` are handed to every new connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+
+from agentrt_proxy.canonical.durations import format_go
+from agentrt_proxy.config import ServerConfig
+from agentrt_proxy.mcp.outcomes import NotSent, ToolOutcome
+from agentrt_proxy.text import model_text, operator_text
+from agentrt_proxy.upstream.pins import LiveTool, Manifest
+from agentrt_proxy.upstream.registry import Connection, ListingFn, LoadError, decide
+
+__all__ = ["DEFAULT_TRIES", "Supervision", "Supervisor", "pinned_listing"]
+
+DEFAULT_TRIES = 10  # starts in a row that did not stay up: about three minutes of trying (1+2+4+8+16+5x30 s)
+
+
+def _ignore(line: str) -> None:
+    """No operator to tell (``check``, tests that do not read the lines)."""
+
+
+@dataclass(frozen=True)
+class Supervision:
+    """How servers are kept: the backoff between starts, when to give up, where the lines go.
+
+    ``wait`` sleeps between starts; tests replace it (a recorded delay, a start held back) so no
+    test sleeps through a real backoff.
+    """
+
+    report: Callable[[str], object] = _ignore  # one complete operator line per change
+    first: float = 1.0
+    cap: float = 30.0
+    tries: int = DEFAULT_TRIES
+    wait: Callable[[float], Awaitable[object]] = anyio.sleep
+
+    def delay(self, attempt: int) -> float:
+        """The pause before start ``attempt`` (0-based) since the server last stayed up."""
+        return min(self.first * 2 ** min(attempt, 60), self.cap)
+
+
+def pinned_listing(manifest: Manifest) -> list[LiveTool]:
+    """The tools exactly as pinned, as a listing: what a down server's tools are decided against."""
+    return [
+        LiveTool(tool.name, tool.description, tool.annotations, tool.input_schema.decode("utf-8"))
+        for tool in manifest.tools.values()
+    ]
+
+
+def _delay_text(seconds: float) -> str:
+    return format_go(round(seconds * 1e9))
+
+
+def _how_it_ended(held: Any) -> str:
+    """The exit status of a stdio server, or how an HTTP session ended."""
+    status = getattr(held, "exit_status", None)
+    if isinstance(status, int):
+        from agentrt_proxy.mcp.stdio import exit_text  # loaded already: this server ran over stdio
+
+        return exit_text(status)
+    ended = getattr(held, "ended", None)
+    return f"ended its session ({ended})" if ended else "ended its session"
+
+
+class Supervisor:
+    """One server's tools' way to it, across its restarts (see the module's description)."""
+
+    def __init__(
+        self,
+        server: ServerConfig,
+        manifest: Manifest,
+        connector: Callable[[ServerConfig], ListingFn],
+        *,
+        repeat_window: int,
+        offered: Iterable[str],
+        held: Connection | None = None,
+        down: str | None = None,
+    ) -> None:
+        self.server = server
+        self.name = server.name
+        self._manifest = manifest
+        self._connector = connector
+        self._repeat_window = repeat_window
+        self._offered = sorted(set(offered))  # the remote names the host was given
+        self._held = held  # the latest connection: alive while up; the dead one until replaced
+        self._down: str | None = down if held is None else None  # why it is down; None while up
+        self._ever_up = held is not None
+        self._stopped = False  # gave up starting it
+        self._withheld: dict[str, str] = {}  # remote name -> why it no longer matches its pin
+        self._attempts = 0  # starts since the server last stayed up
+        self._up_since = time.monotonic() if held is not None else 0.0
+        self._closing = False
+        self._task: asyncio.Task[None] | None = None
+        # Shared with every connection (the same dict), so a handler put here or on the current
+        # connection reaches the next one too.
+        self.notification_handlers: dict[str, Callable[[Any], None]] = {}
+        if held is not None:
+            self._hand_over_handlers(held)
+
+    # ----------------------------------------------------------------------- what tools see
+
+    @property
+    def connection(self) -> Any:
+        """The wire's session of the latest connection (the dead one until it is replaced)."""
+        return getattr(self._held, "connection", self._held)
+
+    @property
+    def up(self) -> bool:
+        return self._down is None and self._held is not None and getattr(self._held, "alive", True)
+
+    def withheld(self) -> dict[str, str]:
+        """The offered tools that answer not-sent because the server no longer matches their pin."""
+        return dict(self._withheld)
+
+    async def call_tool(self, name: str, arguments_text: str, timeout_ns: int, **options: Any) -> ToolOutcome:
+        reason = self._withheld.get(name)
+        if reason is not None:
+            return NotSent(model_text.tool_unpinned(self.name, name, reason))
+        held = self._held
+        if held is None or not self.up:  # nothing is written: the server is not there to read it
+            text = model_text.server_stopped if self._stopped else model_text.server_down
+            return NotSent(text(self.name))
+        # Written from here on: the wire tells a request that never left from one that did.
+        wire: Any = held  # options (a progress callback…) go to a connection that takes them
+        return await wire.call_tool(name, arguments_text, timeout_ns, **options)
+
+    # ------------------------------------------------------------------------ supervising
+
+    def start(self, supervision: Supervision) -> None:
+        """Watch the server in the background: restart it when it goes down, retry it if down now."""
+        if self._task is not None or self._closing:
+            return
+        if self._down is not None:
+            line = operator_text.server_did_not_start(
+                self.name, self._down, len(self._offered), _delay_text(supervision.delay(0))
+            )
+            supervision.report(line)
+        self._task = asyncio.get_running_loop().create_task(self._supervise(supervision))
+
+    async def _supervise(self, supervision: Supervision) -> None:
+        try:
+            while not self._closing:
+                if self._down is None:
+                    await self._wait_down(supervision)
+                    if self._closing:
+                        return
+                if not await self._start_again(supervision):
+                    return
+        except Exception as err:  # a bug, never silent: the tools answer not-sent from now on
+            self._stop(supervision, f"{type(err).__name__}: {err}")
+
+    async def _wait_down(self, supervision: Supervision) -> None:
+        held = self._held
+        assert held is not None  # up
+        closed: Any = getattr(getattr(held, "connection", held), "closed", None)
+        if closed is None:  # a connection that cannot tell (a test's fake): never restarted
+            await anyio.sleep_forever()
+        await closed.wait()
+        if self._closing:
+            return
+        self._down = "down"  # calls answer not-sent from this moment, before the close below
+        with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
+            await held.aclose()  # reaps the process, so its exit status is known
+        how = _how_it_ended(held)
+        self._down = how
+        if time.monotonic() - self._up_since >= supervision.cap:
+            self._attempts = 0  # it stayed up: a crash now is not part of a crash loop
+        if self._attempts < supervision.tries:
+            supervision.report(
+                operator_text.server_went_down(self.name, how, _delay_text(supervision.delay(self._attempts)))
+            )
+
+    async def _start_again(self, supervision: Supervision) -> bool:
+        """Start the server after the backoff until it is up (True) or the tries are spent (False)."""
+        last = self._down or "down"
+        while self._attempts < supervision.tries:
+            await supervision.wait(supervision.delay(self._attempts))
+            self._attempts += 1
+            try:
+                held, listing = await self._connector(self.server)(self.server.connect_timeout / 1e9)
+            except Exception as err:  # a start, handshake or listing that failed: the next try
+                last = str(err) or type(err).__name__
+                continue
+            try:
+                withheld = await anyio.to_thread.run_sync(self._check_pin, listing)
+            except BaseException:
+                with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
+                    await held.aclose()
+                raise
+            self._take(held, withheld, supervision)
+            return True
+        self._stop(supervision, last)
+        return False
+
+    def _check_pin(self, listing: list[LiveTool]) -> dict[str, str]:
+        """Decide the live listing as at start-up; the offered tools it no longer registers, and why."""
+        try:
+            tools, report = decide(self.server, self._manifest, listing, repeat_window=self._repeat_window)
+        except LoadError as err:  # nothing registers now: every offered tool is off its pin
+            refused = {entry.tool: entry.reason for entry in err.report.refused} if err.report else {}
+            return {remote: refused.get(remote, str(err)) for remote in self._offered}
+        registered = {tool.remote for tool in tools}
+        refused = {entry.tool: entry.reason for entry in report.refused}
+        return {
+            remote: refused.get(remote, "the server no longer offers it")
+            for remote in self._offered
+            if remote not in registered
+        }
+
+    def _take(self, held: Connection, withheld: dict[str, str], supervision: Supervision) -> None:
+        """The new connection serves from now on (no await here: no call sees half of it)."""
+        before = self._withheld
+        self._held, self._withheld, self._down = held, withheld, None
+        self._up_since = time.monotonic()
+        self._hand_over_handlers(held)
+        supervision.report(operator_text.server_up(self.name, self._attempts, again=self._ever_up))
+        self._ever_up = True
+        for remote in self._offered:
+            reason = withheld.get(remote)
+            if reason is not None and reason != before.get(remote):
+                supervision.report(operator_text.tool_off_pin(self.name, remote, reason))
+            elif reason is None and remote in before:
+                supervision.report(operator_text.tool_on_pin(self.name, remote))
+
+    def _stop(self, supervision: Supervision, last: str) -> None:
+        self._stopped = True
+        self._down = self._down or "down"
+        supervision.report(operator_text.server_given_up(self.name, self._attempts, last))
+
+    def _hand_over_handlers(self, held: Any) -> None:
+        wire = getattr(held, "connection", held)
+        handlers = getattr(wire, "notification_handlers", None)
+        if isinstance(handlers, dict):
+            for method, handler in handlers.items():
+                self.notification_handlers.setdefault(method, handler)
+            wire.notification_handlers = self.notification_handlers
+
+    # ------------------------------------------------------------------------------ close
+
+    async def aclose(self) -> None:
+        """Stop supervising, then close the connection; safe twice."""
+        self._closing = True
+        with anyio.CancelScope(shield=True):
+            task = self._task
+            if task is not None and not task.done():
+                task.cancel()
+                await asyncio.wait([task])
+            held = self._held
+            if held is not None:
+                with contextlib.suppress(Exception):
+                    await held.aclose()
