@@ -28,6 +28,7 @@ import anyio
 
 from agentrt_proxy.canonical.durations import format_go
 from agentrt_proxy.config import ServerConfig
+from agentrt_proxy.mcp.errors import NotSentError
 from agentrt_proxy.mcp.outcomes import NotSent, ToolOutcome
 from agentrt_proxy.text import model_text, operator_text
 from agentrt_proxy.upstream.pins import LiveTool, Manifest
@@ -145,6 +146,16 @@ class Supervisor:
         # Written from here on: the wire tells a request that never left from one that did.
         wire: Any = held  # options (a progress callback…) go to a connection that takes them
         return await wire.call_tool(name, arguments_text, timeout_ns, **options)
+
+    async def request(self, method: str, params: dict[str, Any] | None, timeout_ns: int) -> Any:
+        """A request passed through (resources, prompts: ``upstream.passthrough``) to the
+        latest connection; while the server is down, refused before anything is written."""
+        held = self._held
+        if held is None or not self.up:
+            text = model_text.server_stopped if self._stopped else model_text.server_down
+            raise NotSentError(text(self.name))
+        wire: Any = held
+        return await wire.request(method, params, timeout_ns)
 
     # ------------------------------------------------------------------------ supervising
 
