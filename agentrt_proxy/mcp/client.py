@@ -19,7 +19,14 @@ import anyio.abc
 from agentrt_proxy.canonical.durations import format_go
 from agentrt_proxy.canonical.quoting import go_escape, go_quote
 from agentrt_proxy.mcp import jsonrpc
-from agentrt_proxy.mcp.errors import ConnectError, McpError, NotSentError, SessionClosed, TransportError
+from agentrt_proxy.mcp.errors import (
+    ConnectError,
+    McpError,
+    MessageTooLarge,
+    NotSentError,
+    SessionClosed,
+    TransportError,
+)
 from agentrt_proxy.mcp.framing import Oversize
 from agentrt_proxy.mcp.jsonrpc import METHOD_NOT_FOUND, DecodeFailure, ErrorResponse, Notification, Request, Response
 from agentrt_proxy.mcp.outcomes import NoAnswer, NoAnswerKind, NotSent, Refused, RpcError, ToolOutcome
@@ -333,6 +340,8 @@ class Connection:
             return NoAnswer("timeout", f"{prefix}: timed out after {format_go(timeout_ns)}")
         if isinstance(pending.failure, NotSentError):
             return NotSent(f"{prefix}: {go_escape(str(pending.failure))}")
+        if isinstance(pending.failure, MessageTooLarge) and pending.failure.answered:
+            return Refused(f"{pending.failure} (max_message_bytes)", b"")  # the server answered
         if pending.failure is not None:
             kind: NoAnswerKind = "dropped" if isinstance(pending.failure, SessionClosed) else "protocol"
             return NoAnswer(kind, f"{prefix}: {go_escape(str(pending.failure))}")

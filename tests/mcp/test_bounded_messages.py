@@ -9,9 +9,13 @@ out, and the next call on the same connection works.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -20,6 +24,7 @@ from agentrt_proxy.mcp import ServerSpec, ServerSpecError, open_connection
 from agentrt_proxy.mcp.framing import EDGE_BYTES, BoundedLineBuffer, LineBuffer, Oversize
 from agentrt_proxy.mcp.outcomes import NoAnswer, NotSent, Refused, Result
 from agentrt_proxy.mcp.oversize import answer_id, partial_id
+from tests.mcp.test_http_client import Behaviour, Scripted, reply, standard
 from tests.processes import alive
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"
@@ -221,3 +226,71 @@ async def test_a_line_that_never_ends_is_cut_at_the_bound(tmp_path: Path) -> Non
         assert isinstance(outcome, Refused), outcome
         assert conn._transport._lines.pending == 0  # type: ignore[attr-defined]
         assert not conn.alive
+
+
+# ------------------------------------------------------------------------------ over HTTP
+
+
+@pytest.fixture
+def http_server() -> Iterator[Callable[[Behaviour], Scripted]]:
+    servers: list[Scripted] = []
+
+    def make(behaviour: Behaviour) -> Scripted:
+        servers.append(Scripted(behaviour))
+        return servers[-1]
+
+    yield make
+    for server in servers:
+        server.close()
+
+
+def flooding(kind: str) -> Behaviour:
+    """A server whose first tools/call is answered past the bound (a JSON body or an SSE
+    stream), and every later one with ``{"n": <count>}``."""
+    answered = {"calls": 0}
+
+    def behave(h: BaseHTTPRequestHandler, msg: dict[str, Any]) -> None:
+        if standard(h, msg):
+            return
+        answered["calls"] += 1
+        if answered["calls"] > 1:
+            result = {"content": [{"type": "text", "text": json.dumps({"n": answered["calls"]})}]}
+            reply(h, 200, json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}).encode())
+            return
+        padding = "a" * (2 * LIMIT)
+        answer = json.dumps(
+            {"jsonrpc": "2.0", "id": msg["id"], "result": {"content": [{"type": "text", "text": padding}]}}
+        )
+        with contextlib.suppress(ConnectionError):  # the client drops the connection at the bound
+            if kind == "json":
+                reply(h, 200, answer.encode())
+            else:
+                reply(h, 200, f"event: message\r\ndata: {answer}\r\n\r\n".encode(), "text/event-stream")
+
+    return behave
+
+
+@pytest.mark.anyio
+async def test_an_http_json_answer_past_the_bound_is_refused_and_the_next_call_works(http_server: Any) -> None:
+    server = http_server(flooding("json"))
+    spec = ServerSpec(name="web", endpoint=server.url, max_message_bytes=LIMIT)
+    async with open_connection(spec, timeout_ns=5 * SECOND) as conn:
+        outcome = await conn.call_tool("t", "{}", 5 * SECOND)
+        assert isinstance(outcome, Refused), outcome
+        assert f"exceeds {LIMIT}" in outcome.reason and "max_message_bytes" in outcome.reason
+        after = await conn.call_tool("t", "{}", 5 * SECOND)
+        assert isinstance(after, Result) and json.loads(after.text) == {"n": 2}, after
+    assert [json.loads(body).get("method") for _, _, body in server.requests if body].count("tools/call") == 2
+
+
+@pytest.mark.anyio
+async def test_an_http_event_stream_past_the_bound_is_a_protocol_failure(http_server: Any) -> None:
+    # A stream's bytes may be many messages: that they were this call's answer is not certain.
+    server = http_server(flooding("sse"))
+    spec = ServerSpec(name="web", endpoint=server.url, max_message_bytes=LIMIT)
+    async with open_connection(spec, timeout_ns=5 * SECOND) as conn:
+        outcome = await conn.call_tool("t", "{}", 5 * SECOND)
+        assert isinstance(outcome, NoAnswer) and outcome.kind == "protocol", outcome
+        assert f"exceeds {LIMIT}" in outcome.detail
+        after = await conn.call_tool("t", "{}", 5 * SECOND)
+        assert isinstance(after, Result), after
