@@ -134,12 +134,13 @@ class Connection:
         if self._dead is None:
             self._dead = f"{reason}: the connection was reset"
         msg_id = answer_id(line.head, line.tail)
-        pending = self._pending.get(msg_id) if msg_id is not None else None
-        if pending is not None and pending.answer is None and pending.failure is None:
-            # What the record keeps of it: its first bytes, cut back to whole characters.
-            head = line.head.decode("utf-8", "ignore").encode("utf-8")
-            pending.answer = _Undecodable(f"the answer is longer than {line.limit} bytes (max_message_bytes)", head)
-            pending.done.set()
+        if msg_id is not None:  # (reported twice, a line named at its beginning is named at its end)
+            pending = self._pending.get(msg_id)
+            if pending is not None and pending.answer is None and pending.failure is None:
+                # What the record keeps of it: its first bytes.
+                reason = f"the answer is longer than {line.limit} bytes (max_message_bytes)"
+                pending.answer = _Undecodable(reason, _whole_characters(line.head))
+                pending.done.set()
             return
         if line.tail is None:
             return  # its end may still name the call
@@ -369,6 +370,16 @@ class Connection:
         """End the session; safe twice and while a call is in flight (it fails at once)."""
         self._on_closed("connection closed")
         await self._transport.aclose()
+
+
+def _whole_characters(head: bytes) -> bytes:
+    """``head`` without a UTF-8 character the cut split at its end (so the record keeps text)."""
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as err:
+        if err.reason == "unexpected end of data":
+            return head[: err.start]
+    return head
 
 
 def _make_transport(spec: ServerSpec, tg: anyio.abc.TaskGroup) -> Transport:

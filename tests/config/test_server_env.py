@@ -85,7 +85,7 @@ def test_a_repeated_env_name_is_refused_as_every_repeated_key_is(tmp_path: Path)
         json.dumps(MINIMAL).replace('"command": ["x"]', '"command": ["x"], "env": {"N": "1", "N": "2"}'),
     )
     assert '"env": {"N": "1", "N": "2"}' in path.read_text()
-    with pytest.raises(ConfigError, match="repeated|duplicate"):
+    with pytest.raises(ConfigError, match=r"repeated|duplicate"):
         load_config(path, environ={})
 
 
@@ -135,7 +135,9 @@ def test_a_missing_variable_is_refused_naming_it_the_server_and_the_field(tmp_pa
     assert 'server "bank": env TOKEN: ${env:ARRAY_TOKEN}: ARRAY_TOKEN is not set' in message
 
 
-@pytest.mark.parametrize("value", ["${TOKEN}", "${env:}", "${env:1X}", "${input:token}", "Bearer ${env:TOKEN", "tail ${"])
+@pytest.mark.parametrize(
+    "value", ["${TOKEN}", "${env:}", "${env:1X}", "${input:token}", "Bearer ${env:TOKEN", "tail ${"]
+)
 def test_a_dollar_brace_that_is_not_a_reference_is_refused_without_quoting_the_value(
     tmp_path: Path, value: str
 ) -> None:

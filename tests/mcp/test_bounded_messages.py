@@ -186,6 +186,28 @@ async def test_an_answer_past_the_bound_is_refused_as_that_calls_answer_and_the_
 
 
 @pytest.mark.anyio
+@pytest.mark.parametrize("tool", ["flood", "flood_id_last"])
+async def test_an_oversize_answer_fails_no_other_call_as_its_own(tmp_path: Path, tool: str) -> None:
+    # Another call in flight is not what the message answered: the reset drops it, and that
+    # is all (dropped, not the protocol failure of a message that named no call).
+    async with open_connection(hostile(tmp_path, 8 * LIMIT), timeout_ns=10 * SECOND) as conn:
+        outcomes: dict[str, Any] = {}
+
+        async def call(name: str) -> None:
+            outcomes[name] = await conn.call_tool(name, "{}", 20 * SECOND)
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(call, "hang")
+            while calls(tmp_path) != ["hang"]:
+                await anyio.sleep(0.01)
+            tg.start_soon(call, tool)
+        assert isinstance(outcomes[tool], Refused), outcomes
+        hung = outcomes["hang"]
+        assert isinstance(hung, NoAnswer) and hung.kind == "dropped", hung
+        assert "the connection was reset" in hung.detail
+
+
+@pytest.mark.anyio
 async def test_a_message_past_the_bound_that_names_no_call_fails_the_call_as_a_protocol_failure(
     tmp_path: Path,
 ) -> None:
@@ -294,3 +316,11 @@ async def test_an_http_event_stream_past_the_bound_is_a_protocol_failure(http_se
         assert f"exceeds {LIMIT}" in outcome.detail
         after = await conn.call_tool("t", "{}", 5 * SECOND)
         assert isinstance(after, Result), after
+
+
+def test_the_recorded_beginning_of_an_oversize_answer_is_cut_back_to_whole_characters() -> None:
+    from agentrt_proxy.mcp.client import _whole_characters
+
+    assert _whole_characters(b'{"a":"\xc3\xa9\xe2\x82') == b'{"a":"\xc3\xa9'
+    assert _whole_characters(b'{"a":"\xc3\xa9"') == b'{"a":"\xc3\xa9"'
+    assert _whole_characters(b'{"a":"\xff\xc3\xa9"') == b'{"a":"\xff\xc3\xa9"'  # kept: the gate records it base64
