@@ -74,7 +74,8 @@ class Source:
         if self.db is not None:
             return self.db
         try:
-            return str(load_config(self.config or "").database)
+            # expand_env off: the operator's shell need not hold the servers' tokens.
+            return str(load_config(self.config or "", expand_env=False).database)
         except ConfigError as err:
             raise OperatorError(str(err)) from None
 

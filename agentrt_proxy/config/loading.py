@@ -3,7 +3,8 @@
 One JSON object, read only when the current user owns it and nobody else can write it
 (``files.read_owned``). Unknown fields and repeated keys are refused anywhere; every refusal
 names the file and the field. Relative ``database`` and ``manifest`` paths are taken against
-the file's own directory.
+the file's own directory. A server's ``env`` and ``headers`` values may read the proxy's own
+environment (``${env:NAME}``, see ``env_refs``) when the file is loaded.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import json
 import os
 import re
 import urllib.parse
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -20,17 +21,21 @@ from agentrt_proxy import canonical
 from agentrt_proxy.canonical import JSONBoundaryError, Number
 from agentrt_proxy.canonical.durations import DurationError, format_go, parse_go
 from agentrt_proxy.canonical.quoting import go_quote
+from agentrt_proxy.config.env_refs import EnvReferenceError, expand, has_reference
 from agentrt_proxy.config.files import read_owned
 from agentrt_proxy.config.model import (
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_HOLD,
     DEFAULT_LEASE_TTL,
+    DEFAULT_MAX_MESSAGE_BYTES,
     DEFAULT_MAX_PENDING,
     DEFAULT_POLICY,
     DEFAULT_REPEAT_WINDOW,
     DEFAULT_STATUS_TOOL,
     DEFAULT_TTL,
+    MAX_MAX_MESSAGE_BYTES,
     MIN_LEASE_TTL,
+    MIN_MAX_MESSAGE_BYTES,
     OUTCOMES,
     SESSION_PATTERN,
     SIDE_EFFECTS,
@@ -118,8 +123,14 @@ class _Errors:
         raise ConfigError(f"config {self.path}: {message}")
 
 
-def load_config(path: Path | str) -> Config:
-    """Read, check and return the configuration at ``path``."""
+def load_config(path: Path | str, *, environ: Mapping[str, str] | None = None, expand_env: bool = True) -> Config:
+    """Read, check and return the configuration at ``path``.
+
+    Every ``${env:NAME}`` is read from ``environ`` (the proxy's own environment by default).
+    With ``expand_env`` false the references are checked but left as written: only for a
+    caller that reads nothing a server is given (an operator's command wants the database,
+    and the operator's shell need not hold the servers' tokens).
+    """
     config_path = Path(os.path.abspath(path))
     try:
         data = read_owned(config_path)
@@ -132,7 +143,10 @@ def load_config(path: Path | str) -> Config:
         if err.reason == "not valid JSON":
             _diagnose_invalid(data, errors)
         errors.fail(f"not usable JSON: {err.reason}")
-    return _build(tree, config_path, errors)
+    env: Mapping[str, str] | None = None
+    if expand_env:
+        env = os.environ if environ is None else environ
+    return _build(tree, config_path, errors, env)
 
 
 def _diagnose_invalid(data: bytes, errors: _Errors) -> None:
@@ -144,7 +158,7 @@ def _diagnose_invalid(data: bytes, errors: _Errors) -> None:
     errors.fail("trailing data after the configuration")
 
 
-def _build(tree: Any, path: Path, errors: _Errors) -> Config:
+def _build(tree: Any, path: Path, errors: _Errors, environ: Mapping[str, str] | None) -> Config:
     top = _Object(tree, "", errors)
     base = path.parent
     database = top.string("database")
@@ -158,6 +172,7 @@ def _build(tree: Any, path: Path, errors: _Errors) -> Config:
     grant_ttl = top.duration("grant_ttl")
     status_tool = top.string("status_tool")
     lease_ttl = top.duration("lease_ttl")
+    max_message_value = top.get("max_message_bytes")
     top.finish()
 
     if not database:
@@ -175,7 +190,8 @@ def _build(tree: Any, path: Path, errors: _Errors) -> Config:
     if status_tool is not None and not TOOL_NAME_PATTERN.fullmatch(status_tool):
         errors.fail(f"status_tool {go_quote(status_tool)} does not match ^[a-zA-Z0-9_-]{{1,64}}$")
 
-    servers = _servers(servers_value, base, errors)
+    max_message_bytes = _max_message_bytes(max_message_value, errors)
+    servers = _servers(servers_value, base, errors, environ, max_message_bytes)
     return Config(
         path=path,
         database=_absolute(base, database),
@@ -189,6 +205,7 @@ def _build(tree: Any, path: Path, errors: _Errors) -> Config:
         grant_ttl=DEFAULT_TTL if grant_ttl is None else grant_ttl,
         status_tool=status_tool or DEFAULT_STATUS_TOOL,
         lease_ttl=DEFAULT_LEASE_TTL if lease_ttl is None else lease_ttl,
+        max_message_bytes=max_message_bytes,
     )
 
 
@@ -228,7 +245,23 @@ def _max_pending(value: Any, errors: _Errors) -> int:
     return number or DEFAULT_MAX_PENDING
 
 
-def _servers(values: list[Any], base: Path, errors: _Errors) -> tuple[ServerConfig, ...]:
+def _max_message_bytes(value: Any, errors: _Errors) -> int:
+    if value is None:
+        return DEFAULT_MAX_MESSAGE_BYTES
+    if not isinstance(value, Number) or not value.is_integer_literal():
+        errors.fail("max_message_bytes must be a whole number of bytes")
+    number = int(value)
+    if not MIN_MAX_MESSAGE_BYTES <= number <= MAX_MAX_MESSAGE_BYTES:
+        errors.fail(
+            f"max_message_bytes {number} is not between {MIN_MAX_MESSAGE_BYTES} (64 KiB) "
+            f"and {MAX_MAX_MESSAGE_BYTES} (1 GiB)"
+        )
+    return number
+
+
+def _servers(
+    values: list[Any], base: Path, errors: _Errors, environ: Mapping[str, str] | None, max_message_bytes: int
+) -> tuple[ServerConfig, ...]:
     servers: list[ServerConfig] = []
     names: set[str] = set()
     for index, value in enumerate(values):
@@ -236,7 +269,7 @@ def _servers(values: list[Any], base: Path, errors: _Errors) -> tuple[ServerConf
         name = entry.string("name")
         command = entry.strings("command")
         endpoint = entry.string("endpoint")
-        env = entry.strings("env") or ()
+        env_value = entry.get("env")
         inherit_env = entry.strings("inherit_env") or ()
         headers_value = entry.get("headers")
         label = name or f"servers[{index}]"
@@ -259,10 +292,12 @@ def _servers(values: list[Any], base: Path, errors: _Errors) -> tuple[ServerConf
             errors.fail(f"server {go_quote(name)}: exactly one of command or endpoint is required")
         if command is not None and not command[0]:
             errors.fail(f"server {go_quote(name)}: command[0], the program, is empty")
+        _no_reference(name, command, endpoint, errors)
+        env = _env(name, entry.field_name("env"), env_value, environ, errors)
         if not manifest:
             errors.fail(f"server {go_quote(name)}: manifest is required")
         _check_env(name, env, inherit_env, errors)
-        headers = _headers(name, headers_value, errors)
+        headers = _headers(name, headers_value, environ, errors)
         prompt_names = _prompt_names(name, prompt_names_value, prompts, errors)
         if endpoint is not None:
             _check_endpoint(name, endpoint, errors)
@@ -286,6 +321,7 @@ def _servers(values: list[Any], base: Path, errors: _Errors) -> tuple[ServerConf
                 resources=resources,
                 prompts=prompts,
                 prompt_names=prompt_names,
+                max_message_bytes=max_message_bytes,
             )
         )
     return tuple(servers)
@@ -310,6 +346,49 @@ def _prompt_names(name: str, value: Any, prompts: bool, errors: _Errors) -> dict
         names[prompt] = host_name
     return names
 
+def _no_reference(name: str, command: tuple[str, ...] | None, endpoint: str | None, errors: _Errors) -> None:
+    """``${env:...}`` is read only in env and headers values: what runs, with which arguments,
+    and where the calls go stay what the file says, where the reach check can read them."""
+    fields = [(f"command[{i}]", arg) for i, arg in enumerate(command or ())] + [("endpoint", endpoint or "")]
+    for field_name, text in fields:
+        if has_reference(text):
+            errors.fail(
+                f"server {go_quote(name)}: {field_name}: ${{env:...}} is read only in env and headers values; "
+                "give the server the value through env or inherit_env"
+            )
+
+
+def _env(name: str, where: str, value: Any, environ: Mapping[str, str] | None, errors: _Errors) -> tuple[str, ...]:
+    """Either form, as NAME=value entries in the file's order, every reference read."""
+    q = go_quote(name)
+    if value is None:
+        return ()
+    if isinstance(value, dict):
+        entries: list[str] = []
+        for variable, text in value.items():
+            if not variable or "=" in variable or "\0" in variable:
+                errors.fail(f"server {q}: env: {go_quote(variable)} is not a variable name")
+            if not isinstance(text, str) or isinstance(text, Number):
+                errors.fail(f"server {q}: env {variable}: the value must be a string")
+            entries.append(f"{variable}={_expand(q, f'env {variable}', text, environ, errors)}")
+        return tuple(entries)
+    if not isinstance(value, list) or not all(isinstance(item, str) and not isinstance(item, Number) for item in value):
+        errors.fail(f"{where} must be an object of variable name to value, or an array of NAME=value strings")
+    entries = []
+    for item in value:
+        variable, sep, text = item.partition("=")
+        if sep and variable:  # a malformed entry is refused by _check_env, which names it
+            item = f"{variable}={_expand(q, f'env {variable}', text, environ, errors)}"
+        entries.append(item)
+    return tuple(entries)
+
+
+def _expand(q: str, field_name: str, text: str, environ: Mapping[str, str] | None, errors: _Errors) -> str:
+    try:
+        return expand(text, environ)
+    except EnvReferenceError as err:
+        errors.fail(f"server {q}: {field_name}: {err}")
+
 
 def _check_env(name: str, env: Iterable[str], inherit_env: Iterable[str], errors: _Errors) -> None:
     for entry in inherit_env:
@@ -321,7 +400,7 @@ def _check_env(name: str, env: Iterable[str], inherit_env: Iterable[str], errors
             errors.fail(f"server {go_quote(name)}: env entry {go_quote(entry)} is not NAME=value")
 
 
-def _headers(name: str, value: Any, errors: _Errors) -> dict[str, str]:
+def _headers(name: str, value: Any, environ: Mapping[str, str] | None, errors: _Errors) -> dict[str, str]:
     if value is None:
         return {}
     if not isinstance(value, dict):
@@ -333,6 +412,12 @@ def _headers(name: str, value: Any, errors: _Errors) -> dict[str, str]:
         if not isinstance(text, str) or isinstance(text, Number) or any(c in text for c in "\r\n\0"):
             # The value itself is never echoed: it is usually a credential.
             errors.fail(f"server {go_quote(name)}: headers: the value of {header} must be a one-line string")
+        text = _expand(go_quote(name), f"headers: {header}", text, environ, errors)
+        if any(c in text for c in "\r\n\0"):  # what a variable held; still never echoed
+            errors.fail(
+                f"server {go_quote(name)}: headers: the value of {header}, as read from the environment, "
+                "must be a one-line string"
+            )
         headers[header] = text
     return headers
 

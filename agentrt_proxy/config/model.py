@@ -34,6 +34,11 @@ DEFAULT_LEASE_TTL = 30 * SECOND
 MIN_LEASE_TTL = 3 * SECOND
 DEFAULT_CONNECT_TIMEOUT = 30 * SECOND
 DEFAULT_STATUS_TOOL = "gate_status"
+# The largest upstream message (a stdio line, an HTTP body) the proxy takes in; a larger one is
+# refused and its connection reset, so a server cannot make the proxy hold more than this.
+DEFAULT_MAX_MESSAGE_BYTES = 16 << 20
+MIN_MAX_MESSAGE_BYTES = 64 << 10  # an initialize answer or a tools/list page must still fit
+MAX_MAX_MESSAGE_BYTES = 1 << 30
 POLICY_ID_PREFIX = "agentrt-proxy/sha256:"
 
 SESSION_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -66,7 +71,7 @@ class ServerConfig:
     manifest: Path
     command: tuple[str, ...] | None = None
     endpoint: str | None = None
-    env: tuple[str, ...] = ()
+    env: tuple[str, ...] = ()  # NAME=value, either form of the file, every ${env:NAME} already read
     inherit_env: tuple[str, ...] = ()
     headers: dict[str, str] = field(default_factory=dict)
     connect_timeout: int = DEFAULT_CONNECT_TIMEOUT
@@ -77,6 +82,10 @@ class ServerConfig:
     resources: bool = False
     prompts: bool = False
     prompt_names: dict[str, str] = field(default_factory=dict)  # a prompt's own name -> the host's name
+
+    # The top-level max_message_bytes, copied onto each server so whatever connects one needs
+    # nothing else of the configuration.
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
 
 
 @dataclass(frozen=True)
@@ -93,6 +102,7 @@ class Config:
     grant_ttl: int = DEFAULT_TTL
     status_tool: str = DEFAULT_STATUS_TOOL
     lease_ttl: int = DEFAULT_LEASE_TTL
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
 
     def policy_id(self) -> str:
         """``agentrt-proxy/sha256:`` + hex SHA-256 of exactly what the policy decides from."""

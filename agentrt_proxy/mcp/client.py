@@ -20,9 +20,18 @@ import anyio.abc
 from agentrt_proxy.canonical.durations import format_go
 from agentrt_proxy.canonical.quoting import go_escape, go_quote
 from agentrt_proxy.mcp import jsonrpc
-from agentrt_proxy.mcp.errors import ConnectError, McpError, NotSentError, SessionClosed, TransportError
+from agentrt_proxy.mcp.errors import (
+    ConnectError,
+    McpError,
+    MessageTooLarge,
+    NotSentError,
+    SessionClosed,
+    TransportError,
+)
+from agentrt_proxy.mcp.framing import Oversize
 from agentrt_proxy.mcp.jsonrpc import METHOD_NOT_FOUND, DecodeFailure, ErrorResponse, Notification, Request, Response
 from agentrt_proxy.mcp.outcomes import NoAnswer, NoAnswerKind, NotSent, Refused, RpcError, ToolOutcome
+from agentrt_proxy.mcp.oversize import answer_id
 from agentrt_proxy.mcp.results import map_result
 from agentrt_proxy.mcp.spans import SpanError, find_span, iter_elements, top_level_id
 from agentrt_proxy.mcp.spec import (
@@ -108,7 +117,10 @@ class Connection:
         pending = self._pending.get(msg_id)
         return pending is None or pending.answer is not None or pending.failure is not None
 
-    def _deliver(self, data: bytes) -> None:
+    def _deliver(self, data: bytes | Oversize) -> None:
+        if isinstance(data, Oversize):
+            self._oversize(data)
+            return
         decoded = jsonrpc.decode_line(data)
         if decoded is None or isinstance(decoded, jsonrpc.Batch | jsonrpc.Invalid):
             return  # never sent a batch; nothing sensible to match an invalid message to
@@ -129,6 +141,29 @@ class Connection:
             self._tg.start_soon(self._answer_server_request, decoded)
             return
         self._notification(decoded)
+
+    def _oversize(self, line: Oversize) -> None:
+        """A message past max_message_bytes (the transport resets the connection): the answer to
+        the call it names is refused, as an answer that broke the boundary; when it names none,
+        every call in flight fails as a protocol failure. Nothing more is sent on the session."""
+        reason = f"the server sent a message of more than {line.limit} bytes (max_message_bytes)"
+        if self._dead is None:
+            self._dead = f"{reason}: the connection was reset"
+        msg_id = answer_id(line.head, line.tail)
+        if msg_id is not None:  # (reported twice, a line named at its beginning is named at its end)
+            pending = self._pending.get(msg_id)
+            if pending is not None and pending.answer is None and pending.failure is None:
+                # What the record keeps of it: its first bytes.
+                reason = f"the answer is longer than {line.limit} bytes (max_message_bytes)"
+                pending.answer = _Undecodable(reason, _whole_characters(line.head))
+                pending.done.set()
+            return
+        if line.tail is None:
+            return  # its end may still name the call
+        for pending in self._pending.values():
+            if pending.answer is None and pending.failure is None:
+                pending.failure = TransportError(f"{reason}, naming no request it answers")
+                pending.done.set()
 
     def _notification(self, note: Notification) -> None:
         if note.method != "notifications/progress":
@@ -348,9 +383,14 @@ class Connection:
             if msg_id is not None and self._dead is None:
                 with contextlib.suppress(RuntimeError):  # the connection is being torn down
                     self._tg.start_soon(self._cancel_upstream, msg_id, timeout_ns)
+                drop = getattr(self._transport, "drop_partial", None)
+                if drop is not None:  # a line still arriving for it never outlives the call
+                    drop(msg_id, alone=not self._pending)
             return NoAnswer("timeout", f"{prefix}: timed out after {format_go(timeout_ns)}")
         if isinstance(pending.failure, NotSentError):
             return NotSent(f"{prefix}: {go_escape(str(pending.failure))}")
+        if isinstance(pending.failure, MessageTooLarge) and pending.failure.answered:
+            return Refused(f"{pending.failure} (max_message_bytes)", b"")  # the server answered
         if pending.failure is not None:
             kind: NoAnswerKind = "dropped" if isinstance(pending.failure, SessionClosed) else "protocol"
             return NoAnswer(kind, f"{prefix}: {go_escape(str(pending.failure))}")
@@ -390,16 +430,26 @@ class Connection:
         await self._transport.aclose()
 
 
+def _whole_characters(head: bytes) -> bytes:
+    """``head`` without a UTF-8 character the cut split at its end (so the record keeps text)."""
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as err:
+        if err.reason == "unexpected end of data":
+            return head[: err.start]
+    return head
+
+
 def _make_transport(spec: ServerSpec, tg: anyio.abc.TaskGroup) -> Transport:
     # Lazy: only the transport this server speaks loads (a stdio start never loads http.client and ssl).
     if spec.command:
         from agentrt_proxy.mcp.stdio import StdioTransport
 
-        return StdioTransport(spec.name, spec.command, child_env(spec), tg)
+        return StdioTransport(spec.name, spec.command, child_env(spec), tg, max_message_bytes=spec.max_message_bytes)
     from agentrt_proxy.mcp.http import HTTPTransport
 
     assert spec.endpoint is not None
-    return HTTPTransport(spec.name, spec.endpoint, dict(spec.headers))
+    return HTTPTransport(spec.name, spec.endpoint, dict(spec.headers), max_body=spec.max_message_bytes)
 
 
 @contextlib.asynccontextmanager

@@ -2,9 +2,23 @@
 
 from __future__ import annotations
 
-from agentrt_proxy.errors import ConfigurationError, UpstreamDropped, UpstreamError, UpstreamNotSent
+from agentrt_proxy.errors import (
+    ConfigurationError,
+    UpstreamDropped,
+    UpstreamError,
+    UpstreamNotSent,
+    UpstreamProtocolError,
+)
 
-__all__ = ["ConnectError", "McpError", "NotSentError", "ServerSpecError", "SessionClosed", "TransportError"]
+__all__ = [
+    "ConnectError",
+    "McpError",
+    "MessageTooLarge",
+    "NotSentError",
+    "ServerSpecError",
+    "SessionClosed",
+    "TransportError",
+]
 
 
 class McpError(UpstreamError):
@@ -37,3 +51,14 @@ class NotSentError(TransportError, UpstreamNotSent):
     exited, connecting was refused, nothing could be written, or the HTTP session was gone and
     could not be renewed. A call that fails so is a known failure (seed: "a refusal before
     anything was sent is known"): it never counts as executed."""
+
+
+class MessageTooLarge(TransportError, UpstreamProtocolError):
+    """A message from the server is longer than ``max_message_bytes``: it was not read, and its
+    connection was dropped. ``answered``: it was certainly the request's own answer (an
+    ``application/json`` body to its POST), so the server answered, and the call is refused
+    like an answer that broke the boundary; otherwise it is a protocol failure of the call."""
+
+    def __init__(self, message: str, *, answered: bool = False) -> None:
+        super().__init__(message)
+        self.answered = answered

@@ -4,7 +4,8 @@ Each message is one POST. A request's answer comes back as ``application/json`` 
 as an SSE stream (events handed over as they arrive, so progress is live). The
 session id and negotiated protocol version ride on every later request. Redirects
 are refused (the 3xx fails; its target is never contacted), bodies are capped at
-16 MiB, and the operator's static headers are sent but never logged or quoted.
+max_message_bytes (a JSON body past it is a refused answer, its connection dropped), and
+the operator's static headers are sent but never logged or quoted.
 A 404 (or the npm servers' 400 "No valid session ID") on a request that carried a
 session id means the session is gone: every later call fails at once.
 
@@ -30,8 +31,7 @@ import anyio.from_thread
 import anyio.to_thread
 
 from agentrt_proxy.canonical.quoting import go_escape
-from agentrt_proxy.errors import UpstreamProtocolError
-from agentrt_proxy.mcp.errors import SessionClosed, TransportError
+from agentrt_proxy.mcp.errors import MessageTooLarge, SessionClosed, TransportError
 from agentrt_proxy.mcp.spans import top_level_id
 from agentrt_proxy.mcp.spec import MAX_RESPONSE_BODY_BYTES
 from agentrt_proxy.mcp.sse import SSEParser
@@ -53,7 +53,7 @@ class _StreamEnd:
         self.last_event_id, self.retry_ms = last_event_id, retry_ms
 
 
-class _BodyTooLarge(TransportError, UpstreamProtocolError):
+class _BodyTooLarge(MessageTooLarge):
     """The server's answer is longer than the body limit: it broke what this client accepts."""
 
 
@@ -262,7 +262,7 @@ class HTTPTransport:
             end = self._read_sse(resp, _StreamEnd(None, None))
             return not resp.will_close, end
         if media == "application/json":
-            self._dispatch(self._read_body(resp))
+            self._dispatch(self._read_body(resp, answer=expects_answer))
             return not resp.will_close, None
         self._read_body(resp)
         raise TransportError(f"the server answered with content type {go_escape(media or 'none')}")
@@ -278,18 +278,19 @@ class HTTPTransport:
             return True
         return False
 
-    def _check_length(self, resp: http.client.HTTPResponse) -> None:
+    def _check_length(self, resp: http.client.HTTPResponse, answer: bool = False) -> None:
         length = resp.getheader("Content-Length")
         if length is not None and length.strip().isdigit() and int(length) > self._max_body:
-            raise _BodyTooLarge(f"mcp: response body of {int(length)} bytes exceeds {self._max_body}")
+            raise _BodyTooLarge(f"mcp: response body of {int(length)} bytes exceeds {self._max_body}", answered=answer)
 
-    def _read_body(self, resp: http.client.HTTPResponse) -> bytes:
-        self._check_length(resp)
+    def _read_body(self, resp: http.client.HTTPResponse, answer: bool = False) -> bytes:
+        """The whole body, at most the limit; ``answer``: it is the request's JSON-RPC answer."""
+        self._check_length(resp, answer)
         body = bytearray()
         while chunk := self._read_chunk(resp):
             body += chunk
             if len(body) > self._max_body:
-                raise _BodyTooLarge(f"mcp: response body exceeds {self._max_body} bytes")
+                raise _BodyTooLarge(f"mcp: response body exceeds {self._max_body} bytes", answered=answer)
         resp.read()  # marks the response complete, so the connection can carry the next request
         return bytes(body)
 

@@ -13,6 +13,7 @@ from agentrt_proxy.mcp.errors import ServerSpecError
 __all__ = [
     "DEFAULT_CONNECT_TIMEOUT_NS",
     "DEFAULT_MAX_CONTENT_BYTES",
+    "DEFAULT_MAX_MESSAGE_BYTES",
     "MAX_RESPONSE_BODY_BYTES",
     "MAX_TOOLS",
     "MAX_TOOL_PAGES",
@@ -25,7 +26,8 @@ DEFAULT_MAX_CONTENT_BYTES = 65536
 MAX_TOOL_PAGES = 100
 MAX_TOOLS = 1000
 DEFAULT_CONNECT_TIMEOUT_NS = 30 * 1_000_000_000
-MAX_RESPONSE_BODY_BYTES = 16 << 20
+DEFAULT_MAX_MESSAGE_BYTES = 16 << 20  # the configuration's max_message_bytes, by default
+MAX_RESPONSE_BODY_BYTES = DEFAULT_MAX_MESSAGE_BYTES  # the HTTP transport's default body cap
 STDERR_TAIL_BYTES = 4096
 CLIENT_INFO = {"name": "agent-runtime", "version": "0.1.0"}
 CLIENT_PROTOCOL_VERSION = "2025-11-25"
@@ -42,7 +44,9 @@ class ServerSpec:
     """One upstream MCP server: exactly one of ``command`` (stdio) or ``endpoint`` (HTTP).
 
     ``headers`` are static HTTP headers (e.g. ``Authorization``); they are sent on
-    every request and never logged or put into error text.
+    every request and never logged or put into error text. ``max_message_bytes`` bounds one
+    message from the server (a stdio line, an HTTP body): a larger one is refused and its
+    connection reset.
     """
 
     name: str
@@ -52,6 +56,7 @@ class ServerSpec:
     inherit_env: Sequence[str] = ()
     headers: Mapping[str, str] = field(default_factory=dict)
     connect_timeout_ns: int = 0  # 0: DEFAULT_CONNECT_TIMEOUT_NS
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
 
     def validate(self) -> None:
         """Raise ``ServerSpecError`` with the original's wording for an unusable entry."""
@@ -68,6 +73,8 @@ class ServerSpec:
             raise ServerSpecError(f"mcp: server {q}: Command and Endpoint are exclusive")
         if not self.command and not self.endpoint:
             raise ServerSpecError(f"mcp: server {q}: one of Command or Endpoint is required")
+        if self.max_message_bytes <= 0:
+            raise ServerSpecError(f"mcp: server {q}: MaxMessageBytes {self.max_message_bytes} is not positive")
 
     @property
     def effective_connect_timeout_ns(self) -> int:

@@ -5,6 +5,12 @@ parent-death signal: see there), or was started early by ``serve`` and is adopte
 (``spawn.adopt``, decision 0007). Its pipes are read and written through asyncio pipe
 transports. Its stderr is always drained (a full pipe would block it) and only the last
 4096 bytes are kept, for error messages; it is never copied anywhere else.
+
+Its stdout is framed in lines of at most ``max_message_bytes`` (``framing``). A longer line is
+handed on as an ``Oversize`` and the connection is reset: the server is closed (stdout still
+read to the end, so the line's end, where its id may be, can arrive), and whoever supervises
+it starts it again. A partial line is dropped when the call it answers times out
+(``drop_partial``), so it never outlives its call.
 """
 
 from __future__ import annotations
@@ -21,8 +27,9 @@ import anyio.abc
 from agentrt_proxy.canonical.quoting import go_escape, go_quote
 from agentrt_proxy.mcp import spawn
 from agentrt_proxy.mcp.errors import NotSentError, SessionClosed, TransportError
-from agentrt_proxy.mcp.framing import LineBuffer
-from agentrt_proxy.mcp.spec import STDERR_TAIL_BYTES
+from agentrt_proxy.mcp.framing import BoundedLineBuffer, Oversize
+from agentrt_proxy.mcp.oversize import partial_id
+from agentrt_proxy.mcp.spec import DEFAULT_MAX_MESSAGE_BYTES, STDERR_TAIL_BYTES
 from agentrt_proxy.mcp.transport import Deliver, OnClosed
 
 __all__ = ["StdioTransport", "exit_text"]
@@ -34,8 +41,18 @@ EXIT_POLL = (0.001, 0.05)  # waiting for the exit: the first and the longest pau
 
 
 class StdioTransport:
-    def __init__(self, server: str, command: Sequence[str], env: dict[str, str], tg: anyio.abc.TaskGroup):
+    def __init__(
+        self,
+        server: str,
+        command: Sequence[str],
+        env: dict[str, str],
+        tg: anyio.abc.TaskGroup,
+        *,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+    ):
         self._server = server
+        self._lines = BoundedLineBuffer(max_message_bytes)
+        self._reset: str | None = None  # why the reader reset the connection
         self._command = list(command)
         self._env = env
         self._tg = tg
@@ -86,11 +103,13 @@ class StdioTransport:
         return reader
 
     async def _read_stdout(self, stdout: asyncio.StreamReader, deliver: Deliver, on_closed: OnClosed) -> None:
-        buffer = LineBuffer()
+        buffer = self._lines
         try:
             while chunk := await stdout.read(READ_CHUNK):
                 for line in buffer.feed(chunk):
                     deliver(line)
+                    if isinstance(line, Oversize) and line.tail is None:
+                        self._reset_for(line)
         except (OSError, ValueError):
             pass
         finally:
@@ -98,7 +117,26 @@ class StdioTransport:
         rest = buffer.finish()
         if rest:
             deliver(rest)
-        on_closed("connection closed" if self._closing else "the server closed the connection")
+        if self._reset is not None:
+            on_closed(self._reset)
+        else:
+            on_closed("connection closed" if self._closing else "the server closed the connection")
+
+    def _reset_for(self, line: Oversize) -> None:
+        """Close the server after a line past the bound; reading goes on until its stdout ends."""
+        if self._reset is None and not self._close_started:
+            self._reset = (
+                f"the server sent a message of more than {line.limit} bytes (max_message_bytes): "
+                "the connection was reset"
+            )
+            self._tg.start_soon(self.aclose)
+
+    def drop_partial(self, msg_id: int, *, alone: bool) -> None:
+        """A call timed out: forget the line under way if it is that call's answer, or if no
+        other request waits (it can be nobody else's answer)."""
+        head = self._lines.partial_head()
+        if head and (alone or partial_id(head) == msg_id):
+            self._lines.drop()
 
     async def _drain_stderr(self, stderr: asyncio.StreamReader) -> None:
         try:

@@ -5,9 +5,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
+from agentrt_proxy.mcp.framing import Oversize
+
 __all__ = ["Deliver", "OnClosed", "Transport"]
 
-Deliver = Callable[[bytes], None]  # one complete JSON-RPC message (a line or an SSE event)
+# One complete JSON-RPC message (a line or an SSE event), or what is kept of one past the bound.
+Deliver = Callable[[bytes | Oversize], None]
 OnClosed = Callable[[str], None]  # the session is dead, with the reason
 
 

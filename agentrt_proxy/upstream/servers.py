@@ -94,6 +94,7 @@ class HeldConnection:
             inherit_env=tuple(self.server.inherit_env),
             headers=dict(self.server.headers),
             connect_timeout_ns=self.server.connect_timeout,
+            max_message_bytes=self.server.max_message_bytes,
         )
         try:
             async with open_connection(spec, timeout_ns=timeout_ns) as connection:

@@ -29,6 +29,8 @@ PLACEHOLDER_HOME = "/home/me"
 PROXY_CONFIGS = sorted(EXAMPLES.rglob("proxy.json"))
 HOST_JSON = sorted((EXAMPLES / "hosts").glob("*.json"))
 FS_PACKAGE = "@modelcontextprotocol/server-filesystem@2026.8.31"
+# What the examples read from the proxy's environment (${env:NAME}), as a shell would hold it.
+EXAMPLE_ENV = {"TRACKER_TOKEN": "example-token-0123"}
 
 
 def install_example(example: Path, home: Path) -> Path:
@@ -44,14 +46,16 @@ def install_example(example: Path, home: Path) -> Path:
 
 def test_there_are_examples() -> None:
     names = {p.relative_to(EXAMPLES).as_posix() for p in PROXY_CONFIGS}
-    assert {"filesystem/proxy.json", "http/proxy.json"} <= names
+    assert {"filesystem/proxy.json", "http/proxy.json", "tokens/proxy.json"} <= names
     assert (EXAMPLES / "rules.json").is_file()
     hosts = {p.name for p in HOST_JSON}
     assert {"claude_desktop_config.json", "claude-code.mcp.json", "vscode.mcp.json", "cursor.mcp.json"} <= hosts
 
 
 @pytest.mark.parametrize("example", PROXY_CONFIGS, ids=lambda p: p.parent.name)
-def test_example_configuration_loads(example: Path, tmp_path: Path) -> None:
+def test_example_configuration_loads(example: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for name, value in EXAMPLE_ENV.items():
+        monkeypatch.setenv(name, value)
     loaded = config.load_config(install_example(example, tmp_path))
     assert loaded.database == tmp_path / "proxy" / "proxy.db"
     assert loaded.servers, example
@@ -79,6 +83,19 @@ def test_http_example_is_a_streamable_http_server(tmp_path: Path) -> None:
     (server,) = loaded.servers
     assert server.endpoint is not None and server.endpoint.startswith("http://127.0.0.1:")
     assert server.command is None
+
+
+def test_tokens_example_reads_its_secrets_from_the_environment(tmp_path: Path) -> None:
+    example = install_example(EXAMPLES / "tokens" / "proxy.json", tmp_path)
+    environ = {"HOME": str(tmp_path), **EXAMPLE_ENV}
+    loaded = config.load_config(example, environ=environ)
+    memory, tracker = loaded.servers
+    assert memory.env == (f"MEMORY_FILE_PATH={tmp_path}/.agentrt/memory.jsonl", "NPM_CONFIG_UPDATE_NOTIFIER=false")
+    assert tracker.headers == {"Authorization": "Bearer example-token-0123"}
+    assert "example-token-0123" not in example.read_text()
+    assert loaded.max_message_bytes == 8 * 1024 * 1024
+    with pytest.raises(config.ConfigError, match=r'server "tracker": headers: Authorization: \$\{env:TRACKER_TOKEN\}'):
+        config.load_config(example, environ={"HOME": str(tmp_path)})
 
 
 def test_rules_file_reads(tmp_path: Path) -> None:
