@@ -4,7 +4,15 @@ from __future__ import annotations
 
 from agentrt_proxy.errors import ConfigurationError, UpstreamDropped, UpstreamError, UpstreamNotSent
 
-__all__ = ["ConnectError", "McpError", "NotSentError", "ServerSpecError", "SessionClosed", "TransportError"]
+__all__ = [
+    "ConnectError",
+    "McpError",
+    "NotSentError",
+    "ServerSpecError",
+    "SessionClosed",
+    "SessionExpired",
+    "TransportError",
+]
 
 
 class McpError(UpstreamError):
@@ -37,3 +45,13 @@ class NotSentError(TransportError, UpstreamNotSent):
     exited, connecting was refused, nothing could be written, or the HTTP session was gone and
     could not be renewed. A call that fails so is a known failure (seed: "a refusal before
     anything was sent is known"): it never counts as executed."""
+
+
+class SessionExpired(NotSentError):
+    """The HTTP server answered 404 (or the npm servers' 400 "No valid session ID") to a request
+    carrying ``session_id``: it no longer knows the session and did not process the request. The
+    session starts a new one and sends the request once more; unrenewed, it stays not sent."""
+
+    def __init__(self, message: str, session_id: str) -> None:
+        super().__init__(message)
+        self.session_id = session_id
