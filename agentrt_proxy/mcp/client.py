@@ -4,6 +4,10 @@ Ids are proxy-owned integers. ``open_connection`` bounds connect + ``initialize`
 the whole ``tools/list`` by one deadline; the session outlives it. A call's outcome
 is classified for the gate (``outcomes.ToolOutcome``); nothing here raises to the
 model.
+
+An HTTP server that no longer knows the session (``SessionExpired``: restarted, or it
+timed the session out) did not process the request: the session initializes a new one
+and sends the request once more. If that fails, the request was not sent.
 """
 
 from __future__ import annotations
@@ -26,6 +30,7 @@ from agentrt_proxy.mcp.errors import (
     MessageTooLarge,
     NotSentError,
     SessionClosed,
+    SessionExpired,
     TransportError,
 )
 from agentrt_proxy.mcp.framing import Oversize
@@ -80,6 +85,14 @@ class _Undecodable:
         self.reason, self.raw = reason, raw
 
 
+class _Attempt:
+    """Whether a call's request may have reached the server yet: a call that times out while a
+    new session is being started was never sent."""
+
+    def __init__(self) -> None:
+        self.out = False
+
+
 class _Pending:
     def __init__(self, on_progress: ProgressCallback | None) -> None:
         self.done = anyio.Event()
@@ -101,6 +114,8 @@ class Connection:
         self._pending: dict[int, _Pending] = {}
         self._dead: str | None = None
         self.closed = anyio.Event()  # set when the session ends: what a supervisor waits for
+        self._renewing = anyio.Lock()  # one new session at a time, however many requests found it gone
+        self._stale = False  # the server forgot the session and no new one could be started yet
         self.tools: list[ListedTool] = []
         self.protocol_version: str | None = None
         self.server_info: dict[str, Any] = {}
@@ -207,7 +222,13 @@ class Connection:
     # -------------------------------------------------------------- requests
 
     async def _request(
-        self, method: str, params: dict[str, Any] | None, *, on_progress: ProgressCallback | None = None
+        self,
+        method: str,
+        params: dict[str, Any] | None,
+        *,
+        on_progress: ProgressCallback | None = None,
+        renewal: bool = False,
+        attempt: _Attempt | None = None,
     ) -> tuple[int, _Pending]:
         """Send a request; return its id and pending slot (the caller awaits ``done``)."""
         if self._dead is not None:
@@ -218,19 +239,58 @@ class Connection:
             params = {**(params or {}), "_meta": {"progressToken": msg_id}}
         pending = _Pending(on_progress)
         self._pending[msg_id] = pending
+        data = jsonrpc.encode(jsonrpc.request(msg_id, method, params))
         try:
-            await self._transport.send(
-                jsonrpc.encode(jsonrpc.request(msg_id, method, params)), expects_answer=True, timeout=None
-            )
+            if renewal:  # the new session's own handshake: sent as it is, never renewed itself
+                await self._transport.send(data, expects_answer=True, timeout=None)
+            else:
+                await self._send_in_session(data, attempt or _Attempt())
         except TransportError as exc:
             if pending.answer is None:
                 pending.failure = exc
                 pending.done.set()
+        except BaseException:  # cancelled before the caller had the id: nobody will wait on the slot
+            self._pending.pop(msg_id, None)
+            raise
         return msg_id, pending
 
-    async def _roundtrip(self, method: str, params: dict[str, Any] | None) -> Response:
+    async def _send_in_session(self, data: bytes, attempt: _Attempt) -> None:
+        """Send a request in a live session: a request the server refused for a session it no
+        longer knows was not processed, so it goes once more, on a new session. A second refusal
+        (``SessionExpired`` is a ``NotSentError``) leaves it not sent: no loop."""
+        if self._stale or self._renewing.locked():
+            await self._renew(None)
+        try:
+            attempt.out = True
+            await self._transport.send(data, expects_answer=True, timeout=None)
+        except SessionExpired as exc:
+            attempt.out = False
+            await self._renew(exc.session_id)
+            attempt.out = True
+            await self._transport.send(data, expects_answer=True, timeout=None)
+
+    async def _renew(self, expired: str | None) -> None:
+        """Start a new session after the server forgot ``expired`` (None: wait for a renewal under
+        way, or retry one that failed). Raises ``NotSentError`` when no new session could be had."""
+        async with self._renewing:
+            current = getattr(self._transport, "session_id", None)
+            if not self._stale and (expired is None or current != expired):
+                return  # another request renewed it meanwhile
+            self._stale = True
+            if hasattr(self._transport, "session_id"):
+                self._transport.session_id = None  # type: ignore[attr-defined]  # the new initialize goes without it
+                self._transport.protocol_version = None  # type: ignore[attr-defined]
+            try:
+                with anyio.fail_after(self.spec.effective_connect_timeout_ns / 1e9):
+                    await self._initialize(renewal=True)
+            except (TransportError, TimeoutError) as exc:
+                detail = str(exc) or "timed out"
+                raise NotSentError(f"the server ended the session and no new one could be started: {detail}") from exc
+            self._stale = False
+
+    async def _roundtrip(self, method: str, params: dict[str, Any] | None, *, renewal: bool = False) -> Response:
         """A request whose error answer or failure is an exception (handshake, listing)."""
-        msg_id, pending = await self._request(method, params)
+        msg_id, pending = await self._request(method, params, renewal=renewal)
         try:
             await pending.done.wait()
         finally:
@@ -280,10 +340,11 @@ class Connection:
 
     # ------------------------------------------------------------ handshake
 
-    async def _initialize(self) -> None:
+    async def _initialize(self, *, renewal: bool = False) -> None:
         answer = await self._roundtrip(
             "initialize",
             {"protocolVersion": CLIENT_PROTOCOL_VERSION, "capabilities": {}, "clientInfo": dict(CLIENT_INFO)},
+            renewal=renewal,
         )
         result = answer.result if isinstance(answer.result, dict) else {}
         version = result.get("protocolVersion")
@@ -295,6 +356,9 @@ class Connection:
         capabilities = result.get("capabilities")
         self.capabilities = capabilities if isinstance(capabilities, dict) else {}
         await self._notify("notifications/initialized")
+        listen = getattr(self._transport, "listen", None)
+        if callable(listen):
+            listen()  # the standalone GET stream: what the server says unasked reaches _deliver
 
     async def _list_tools(self) -> list[ListedTool]:
         tools: list[ListedTool] = []
@@ -367,11 +431,14 @@ class Connection:
             params["arguments"] = jsonrpc.RawJSON(arguments_text)
         msg_id: int | None = None
         pending: _Pending | None = None
+        attempt = _Attempt()
         timeout = None if not timeout_ns else timeout_ns / 1e9
         try:
             with anyio.move_on_after(timeout) as scope:
                 try:
-                    msg_id, pending = await self._request("tools/call", params, on_progress=on_progress)
+                    msg_id, pending = await self._request(
+                        "tools/call", params, on_progress=on_progress, attempt=attempt
+                    )
                 except SessionClosed as exc:  # raised before writing: the session had already ended
                     return NotSent(f"{prefix}: {go_escape(str(exc))}")
                 await pending.done.wait()
@@ -380,6 +447,8 @@ class Connection:
                 self._pending.pop(msg_id, None)
         if scope.cancelled_caught or pending is None:
             assert timeout_ns
+            if not attempt.out:  # the time ran out while a new session was being started
+                return NotSent(f"{prefix}: timed out after {format_go(timeout_ns)} starting a new session")
             if msg_id is not None and self._dead is None:
                 with contextlib.suppress(RuntimeError):  # the connection is being torn down
                     self._tg.start_soon(self._cancel_upstream, msg_id, timeout_ns)

@@ -17,6 +17,7 @@ __all__ = [
     "NotSentError",
     "ServerSpecError",
     "SessionClosed",
+    "SessionExpired",
     "TransportError",
 ]
 
@@ -62,3 +63,13 @@ class MessageTooLarge(TransportError, UpstreamProtocolError):
     def __init__(self, message: str, *, answered: bool = False) -> None:
         super().__init__(message)
         self.answered = answered
+
+
+class SessionExpired(NotSentError):
+    """The HTTP server answered 404 (or the npm servers' 400 "No valid session ID") to a request
+    carrying ``session_id``: it no longer knows the session and did not process the request. The
+    session starts a new one and sends the request once more; unrenewed, it stays not sent."""
+
+    def __init__(self, message: str, session_id: str) -> None:
+        super().__init__(message)
+        self.session_id = session_id

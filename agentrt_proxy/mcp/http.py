@@ -6,13 +6,21 @@ session id and negotiated protocol version ride on every later request. Redirect
 are refused (the 3xx fails; its target is never contacted), bodies are capped at
 max_message_bytes (a JSON body past it is a refused answer, its connection dropped), and
 the operator's static headers are sent but never logged or quoted.
+
+Connections are kept alive and checked before reuse (``http_pool``). A request is written
+again, once, on a fresh connection only when the server provably never received it: the
+first byte could not be written on a reused connection. A failure to connect is
+``NotSentError``; any failure after bytes went out stays a ``TransportError`` (unknown).
+
 A 404 (or the npm servers' 400 "No valid session ID") on a request that carried a
-session id means the session is gone: every later call fails at once.
+session id means the server no longer knows the session and did not process the
+request: ``SessionExpired``, which the session answers by starting a new one.
 
 A request's SSE stream that ends before its answer is resumed as 2025-11-25 says: after
 the server's ``retry:`` time (1 s if it sent none) the client GETs the endpoint with
 ``Last-Event-ID`` and reads on until the answer arrives. A stream that carried no event
 id cannot be resumed, so it fails the request at once rather than leave it waiting.
+``listen`` opens the session's standalone GET stream (``http_listen``).
 """
 
 from __future__ import annotations
@@ -20,7 +28,6 @@ from __future__ import annotations
 import contextlib
 import http.client
 import json
-import socket
 import ssl
 import threading
 from collections.abc import Callable
@@ -28,10 +35,13 @@ from urllib.parse import urlsplit
 
 import anyio
 import anyio.from_thread
+import anyio.lowlevel
 import anyio.to_thread
 
 from agentrt_proxy.canonical.quoting import go_escape
-from agentrt_proxy.mcp.errors import MessageTooLarge, SessionClosed, TransportError
+from agentrt_proxy.mcp.errors import MessageTooLarge, NotSentError, SessionClosed, SessionExpired, TransportError
+from agentrt_proxy.mcp.http_listen import Listener
+from agentrt_proxy.mcp.http_pool import Conn, Pool, describe
 from agentrt_proxy.mcp.spans import top_level_id
 from agentrt_proxy.mcp.spec import MAX_RESPONSE_BODY_BYTES
 from agentrt_proxy.mcp.sse import SSEParser
@@ -57,6 +67,15 @@ class _BodyTooLarge(MessageTooLarge):
     """The server's answer is longer than the body limit: it broke what this client accepts."""
 
 
+class _LostMidAnswer(SessionClosed):
+    """The session vanished while a request's answer was being resumed: that request's outcome is
+    unknown, but the transport lives on (the next request finds the session gone and renews it)."""
+
+
+def _session_gone(status: int, body: bytes) -> bool:
+    return status == 404 or (status == 400 and b"No valid session ID" in body)
+
+
 class HTTPTransport:
     def __init__(
         self,
@@ -76,9 +95,9 @@ class HTTPTransport:
         self._path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         self._headers = dict(headers or {})
         self._max_body = max_body
-        self._lock = threading.Lock()
-        self._idle: list[http.client.HTTPConnection] = []
-        self._active: set[http.client.HTTPConnection] = set()
+        self._pool = Pool(self._host, self._port, https=self._https, connect_timeout=CONNECT_TIMEOUT)
+        self._listener: Listener | None = None
+        self._token: anyio.lowlevel.EventLoopToken | None = None
         self._deliver: Deliver | None = None
         self._on_closed: OnClosed | None = None
         self._dead: str | None = None
@@ -91,6 +110,7 @@ class HTTPTransport:
 
     async def start(self, deliver: Deliver, on_closed: OnClosed) -> None:
         self._deliver, self._on_closed = deliver, on_closed
+        self._token = anyio.lowlevel.current_token()  # the GET stream's thread is not anyio's
 
     async def failure_detail(self) -> str:
         return ""
@@ -102,10 +122,14 @@ class HTTPTransport:
             raise SessionClosed(self._dead)
         if self._closed:
             raise SessionClosed("connection closed")
+        # Taken here, on the event loop: a request carries the session that was current when it
+        # was sent, never one a renewal is halfway through replacing.
+        headers = self._request_headers(True)
         try:
-            await anyio.to_thread.run_sync(self._post, data, expects_answer, timeout, abandon_on_cancel=True)
+            await anyio.to_thread.run_sync(self._post, data, headers, expects_answer, timeout, abandon_on_cancel=True)
         except SessionClosed as exc:
-            self._kill(str(exc))
+            if not isinstance(exc, _LostMidAnswer):
+                self._kill(str(exc))
             raise
 
     def _kill(self, reason: str) -> None:
@@ -113,30 +137,6 @@ class HTTPTransport:
             self._dead = reason
             if self._on_closed is not None:
                 self._on_closed(reason)
-
-    def _connection(self, timeout: float | None) -> http.client.HTTPConnection:
-        with self._lock:
-            conn = self._idle.pop() if self._idle else None
-            if conn is None:
-                if self._https:
-                    conn = http.client.HTTPSConnection(
-                        self._host, self._port, timeout=CONNECT_TIMEOUT, context=ssl.create_default_context()
-                    )
-                else:
-                    conn = http.client.HTTPConnection(self._host, self._port, timeout=CONNECT_TIMEOUT)
-            self._active.add(conn)
-        conn.timeout = timeout if timeout is not None else CONNECT_TIMEOUT
-        if conn.sock is not None:
-            conn.sock.settimeout(timeout)
-        return conn
-
-    def _release(self, conn: http.client.HTTPConnection, reusable: bool) -> None:
-        with self._lock:
-            self._active.discard(conn)
-            if reusable and not self._closed:
-                self._idle.append(conn)
-                return
-        conn.close()
 
     def _request_headers(self, content: bool) -> dict[str, str]:
         headers = dict(self._headers)
@@ -149,27 +149,50 @@ class HTTPTransport:
             headers["MCP-Protocol-Version"] = self.protocol_version
         return headers
 
-    def _post(self, data: bytes, expects_answer: bool, timeout: float | None) -> None:
-        conn = self._connection(timeout)
+    def _write(self, method: str, body: bytes | None, headers: dict[str, str], timeout: float | None) -> Conn:
+        """Write one request on a connection. Only a request the server provably never received
+        is written again: one whose first byte could not be written on a reused connection (the
+        server closed it between the check and the write) goes once more on a fresh one."""
+        conn = self._pool.take_idle(timeout)
+        while True:
+            reused = conn is not None
+            if conn is None:
+                conn = self._pool.connect(timeout, what=method)  # NotSentError when that fails
+            try:
+                conn.request(method, self._path, body=body, headers=headers)
+                return conn
+            except (OSError, http.client.HTTPException) as exc:
+                written = conn.written
+                self._pool.discard(conn)
+                if self._closed:
+                    raise SessionClosed("connection closed") from exc
+                if written:  # part of the request is out: the server may act on it
+                    raise TransportError(f"{method}: {describe(exc)}") from exc
+                if not reused:
+                    raise NotSentError(f"{method}: nothing could be written: {describe(exc)}") from exc
+                conn = None
+
+    def _post(self, data: bytes, headers: dict[str, str], expects_answer: bool, timeout: float | None) -> None:
+        conn = self._write("POST", data, headers, timeout)
+        resp: http.client.HTTPResponse | None = None
         reusable = False
-        sent_session = self.session_id is not None
+        sent_session = headers.get("Mcp-Session-Id")
         end: _StreamEnd | None = None
         try:
             try:
-                conn.request("POST", self._path, body=data, headers=self._request_headers(True))
                 resp = conn.getresponse()
                 if conn.sock is not None and timeout is None:
                     conn.sock.settimeout(None)  # a call may legitimately run for a long time
             except (OSError, http.client.HTTPException) as exc:
                 if self._closed:
                     raise SessionClosed("connection closed") from exc
-                raise TransportError(f"POST: {go_escape(str(exc) or type(exc).__name__)}") from exc
+                raise TransportError(f"POST: {describe(exc)}") from exc
             session = resp.getheader("Mcp-Session-Id")
-            if session:
+            if session and sent_session is None:  # a session is assigned by initialize's answer only
                 self.session_id = session
             reusable, end = self._handle(resp, expects_answer, sent_session)
         finally:
-            self._release(conn, reusable)
+            self._pool.release(conn, resp, reusable)
         if end is not None and expects_answer:
             msg_id = top_level_id(data.decode("utf-8", "replace"))
             if isinstance(msg_id, int) and not self._answered(msg_id):
@@ -180,7 +203,7 @@ class HTTPTransport:
         if check is None:
             return True  # nobody to tell: never resume
         try:
-            return bool(anyio.from_thread.run_sync(check, msg_id))
+            return bool(anyio.from_thread.run_sync(check, msg_id, token=self._token))
         except RuntimeError:  # the event loop is gone
             return True
 
@@ -204,40 +227,44 @@ class HTTPTransport:
                 tries = 0  # the stream moved on: a server that polls may close it again
 
     def _get(self, msg_id: int, end: _StreamEnd, timeout: float | None) -> _StreamEnd:
-        conn = self._connection(timeout)
         headers = self._request_headers(False)
         headers["Accept"] = "text/event-stream"
         assert end.last_event_id is not None
         headers["Last-Event-ID"] = end.last_event_id
+        what = "GET to resume the answer"
+        try:
+            conn = self._write("GET", None, headers, timeout)
+        except NotSentError as exc:  # the request itself went out long ago: its outcome is unknown
+            raise TransportError(f"{what}: {exc}") from exc
+        except TransportError as exc:
+            raise TransportError(f"{what}: {exc}") from exc
         try:
             try:
-                conn.request("GET", self._path, headers=headers)
                 resp = conn.getresponse()
                 if conn.sock is not None and timeout is None:
                     conn.sock.settimeout(None)
             except (OSError, http.client.HTTPException) as exc:
                 if self._closed:
                     raise SessionClosed("connection closed") from exc
-                raise TransportError(f"GET to resume the answer: {go_escape(str(exc) or type(exc).__name__)}") from exc
+                raise TransportError(f"{what}: {describe(exc)}") from exc
             status = resp.status
             media = (resp.getheader("Content-Type") or "").split(";")[0].strip().lower()
             if status >= 300 or media != "text/event-stream":
                 body = self._read_body(resp)
-                gone = status == 404 or (status == 400 and b"No valid session ID" in body)
-                if gone and self.session_id is not None:
-                    raise SessionClosed(f"the server ended the session (HTTP {status})")
+                if _session_gone(status, body) and self.session_id is not None:
+                    raise _LostMidAnswer(f"the server ended the session (HTTP {status})")
                 if status >= 300:
-                    what = f"HTTP {status} {go_escape(resp.reason)}"
+                    problem = f"HTTP {status} {go_escape(resp.reason)}"
                 else:
-                    what = f"content type {go_escape(media)}"
-                raise TransportError(f"the server answered the GET that resumes the answer with {what}")
+                    problem = f"content type {go_escape(media)}"
+                raise TransportError(f"the server answered the GET that resumes the answer with {problem}")
             # A resumed stream may stay open after the answer: stop reading once it came.
             return self._read_sse(resp, end, stop_when_answered=msg_id)
         finally:
-            self._release(conn, False)
+            self._pool.discard(conn)
 
     def _handle(
-        self, resp: http.client.HTTPResponse, expects_answer: bool, sent_session: bool
+        self, resp: http.client.HTTPResponse, expects_answer: bool, sent_session: str | None
     ) -> tuple[bool, _StreamEnd | None]:
         status = resp.status
         if 300 <= status < 400:
@@ -249,8 +276,8 @@ class HTTPTransport:
             return not resp.will_close, None
         if status >= 400:
             body = self._read_body(resp)
-            if sent_session and (status == 404 or (status == 400 and b"No valid session ID" in body)):
-                raise SessionClosed(f"the server ended the session (HTTP {status})")
+            if sent_session is not None and _session_gone(status, body):
+                raise SessionExpired(f"the server no longer knows the session (HTTP {status})", sent_session)
             if self._deliver_error(body):
                 return not resp.will_close, None
             snippet = go_escape(body[:200].decode("utf-8", "replace").strip())
@@ -322,14 +349,34 @@ class HTTPTransport:
         except (OSError, http.client.HTTPException) as exc:
             if self._closed:
                 raise SessionClosed("connection closed") from exc
-            raise TransportError(f"reading the answer: {go_escape(str(exc) or type(exc).__name__)}") from exc
+            raise TransportError(f"reading the answer: {describe(exc)}") from exc
 
     def _dispatch(self, message: bytes) -> None:
         deliver = self._deliver
         if deliver is None or not message.strip():
             return
         with contextlib.suppress(RuntimeError):  # the event loop is gone
-            anyio.from_thread.run_sync(deliver, message)
+            anyio.from_thread.run_sync(deliver, message, token=self._token)
+
+    # ---------------------------------------------------------- the GET stream
+
+    def listen(self) -> None:
+        """Open the session's standalone GET stream in the background (after ``initialize``);
+        a listener for an earlier session stops."""
+        if self._listener is not None:
+            self._listener.stop()
+            self._listener = None
+        if self._closed or self._dead is not None:
+            return
+        self._listener = Listener(
+            self._pool,
+            self._path,
+            self._request_headers(False),
+            self._dispatch,
+            max_event=self._max_body,
+            name=f"mcp-http-get {self._server}",
+        )
+        self._listener.start()
 
     # ------------------------------------------------------------- closing
 
@@ -338,19 +385,13 @@ class HTTPTransport:
             return
         self._closed = True
         self._wake.set()
+        if self._listener is not None:
+            self._listener.stop()
         with anyio.CancelScope(shield=True):
             if self.session_id is not None and self._dead is None:
                 with contextlib.suppress(Exception):
                     await anyio.to_thread.run_sync(self._delete, abandon_on_cancel=True)
-            with self._lock:
-                conns = list(self._idle) + list(self._active)
-                self._idle.clear()
-            for conn in conns:
-                # Unblock a worker thread still reading an answer nobody waits for.
-                if conn.sock is not None:
-                    with contextlib.suppress(OSError):
-                        conn.sock.shutdown(socket.SHUT_RDWR)
-                conn.close()
+            self._pool.close()  # also unblocks a worker thread still reading an answer nobody waits for
 
     def _delete(self) -> None:
         conn: http.client.HTTPConnection

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import socket
+import struct
 import subprocess
 import sys
 import threading
@@ -13,9 +14,11 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
-from agentrt_proxy.mcp import ConnectError, ServerSpec, open_connection
+from agentrt_proxy.mcp import ConnectError, ServerSpec, http_pool, open_connection
+from agentrt_proxy.mcp.errors import NotSentError, TransportError
 from agentrt_proxy.mcp.http import HTTPTransport
 from agentrt_proxy.mcp.outcomes import NoAnswer, NotSent, Result
 
@@ -76,18 +79,50 @@ async def test_the_sdk_server_over_http_keeps_big_literals(sdk_endpoint: str) ->
 Behaviour = Callable[[BaseHTTPRequestHandler, dict[str, Any]], None]
 
 
-class Scripted:
-    """A tiny HTTP server whose answers the test writes; records every request."""
+def no_stream(h: BaseHTTPRequestHandler) -> None:
+    """The standalone GET stream, as a server that offers none answers it."""
+    reply(h, 405, b"")
 
-    def __init__(self, behaviour: Behaviour) -> None:
+
+class Scripted:
+    """A tiny HTTP server whose answers the test writes; records every request and counts the
+    connections it accepted. ``idle_timeout`` closes a keep-alive connection that carried no
+    request for that long, as uvicorn does after 5 s (``reset``: with a TCP reset)."""
+
+    def __init__(
+        self,
+        behaviour: Behaviour,
+        on_get: Callable[[BaseHTTPRequestHandler], None] = no_stream,
+        *,
+        idle_timeout: float | None = None,
+        reset: bool = False,
+    ) -> None:
         self.requests: list[tuple[str, dict[str, str], bytes]] = []
+        self.connections = 0
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            timeout = idle_timeout
+
+            def setup(self) -> None:
+                outer.connections += 1
+                super().setup()
+
+            def finish(self) -> None:
+                if reset:
+                    self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                super().finish()
+
+            def log_error(self, *args: Any) -> None:
+                pass
 
             def log_message(self, *args: Any) -> None:
                 pass
+
+            def do_GET(self) -> None:
+                self._record()
+                on_get(self)
 
             def _record(self) -> dict[str, Any]:
                 length = int(self.headers.get("Content-Length") or 0)
@@ -106,11 +141,23 @@ class Scripted:
 
         self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}/mcp"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True).start()
 
     def close(self) -> None:
         self.server.shutdown()
         self.server.server_close()
+
+    def calls(self, method: str) -> list[dict[str, str]]:
+        """The headers of every POST of ``method``, in order."""
+        return [headers for verb, headers, body in self.requests if verb == "POST" and body_method(body) == method]
+
+
+def body_method(body: bytes) -> str | None:
+    try:
+        method = json.loads(body).get("method")
+    except (ValueError, AttributeError):
+        return None
+    return method if isinstance(method, str) else None
 
 
 def reply(h: BaseHTTPRequestHandler, status: int, body: bytes, ctype: str = "application/json", **headers: str) -> None:
@@ -148,11 +195,11 @@ def standard(h: BaseHTTPRequestHandler, msg: dict[str, Any], *, session: str = "
 
 
 @pytest.fixture
-def scripted() -> Iterator[Callable[[Behaviour], Scripted]]:
+def scripted() -> Iterator[Callable[..., Scripted]]:
     servers: list[Scripted] = []
 
-    def make(behaviour: Behaviour) -> Scripted:
-        servers.append(Scripted(behaviour))
+    def make(behaviour: Behaviour, **options: Any) -> Scripted:
+        servers.append(Scripted(behaviour, **options))
         return servers[-1]
 
     yield make
@@ -171,7 +218,7 @@ async def test_headers_session_and_version_ride_on_every_request(scripted: Any) 
     async with open_connection(spec, timeout_ns=5 * SECOND) as conn:
         assert conn.tools[0].input_schema_raw == '{"type": "object", "maximum": 9007199254740993}'
         assert isinstance(await conn.call_tool("t", "{}", 5 * SECOND), Result)
-    methods = [r[0] for r in server.requests]
+    methods = [r[0] for r in server.requests if r[0] != "GET"]  # the GET stream runs beside them
     assert methods == ["POST", "POST", "POST", "POST", "DELETE"]
     first, *later = [r[1] for r in server.requests]
     assert first["Accept"] == "application/json, text/event-stream" and first["Content-Type"] == "application/json"
@@ -246,33 +293,106 @@ async def test_the_body_limit_is_exact(scripted: Any) -> None:  # TestLimitedTra
     await transport.aclose()
 
 
-async def test_an_expired_session_is_a_dead_session(scripted: Any) -> None:
-    def expiring(h: BaseHTTPRequestHandler, msg: dict[str, Any]) -> None:
-        if not standard(h, msg):
-            reply(h, 404, b'{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Session not found"}}')
+def ok(h: BaseHTTPRequestHandler, msg: dict[str, Any], text: str = "ok") -> None:
+    result = {"content": [{"type": "text", "text": text}]}
+    reply(h, 200, json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}).encode())
 
-    server = scripted(expiring)
+
+class Sessions:
+    """A server that forgets its session when told to (as a restarted one does), then answers a
+    request carrying it as ``gone`` does; every initialize starts session s-1, s-2, ..."""
+
+    def __init__(self, gone: Callable[[BaseHTTPRequestHandler], None]) -> None:
+        self.gone = gone
+        self.current = 0
+        self.forgotten = False
+        self.refuse_initialize = False
+        self.slow_initialize = 0.0
+
+    def __call__(self, h: BaseHTTPRequestHandler, msg: dict[str, Any]) -> None:
+        sent = h.headers.get("Mcp-Session-Id")
+        if msg.get("method") == "initialize":
+            if self.refuse_initialize:
+                reply(h, 503, b"starting up")
+                return
+            time.sleep(self.slow_initialize)
+            self.current += 1
+            self.forgotten = False
+            standard(h, msg, session=f"s-{self.current}")
+        elif self.forgotten or sent != f"s-{self.current}":
+            self.gone(h)
+        elif not standard(h, msg, session=f"s-{self.current}"):
+            ok(h, msg, f"ok in {sent}")
+
+
+def not_found(h: BaseHTTPRequestHandler) -> None:
+    reply(h, 404, b'{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Session not found"}}')
+
+
+def npm_no_session(h: BaseHTTPRequestHandler) -> None:
+    body = b'{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: No valid session ID provided"}}'
+    reply(h, 400, body)
+
+
+@pytest.mark.parametrize("gone", [not_found, npm_no_session], ids=["404", "npm 400"])
+async def test_a_call_to_a_session_the_server_forgot_starts_a_new_one_and_is_sent_once_more(
+    scripted: Any, gone: Callable[[BaseHTTPRequestHandler], None]
+) -> None:
+    sessions = Sessions(gone)
+    server = scripted(sessions)
+    async with open_connection(ServerSpec(name="web", endpoint=server.url), timeout_ns=5 * SECOND) as conn:
+        assert isinstance(await conn.call_tool("t", "{}", 5 * SECOND), Result)
+        sessions.forgotten = True  # the server restarted between two calls
+        out = await conn.call_tool("t", "{}", 5 * SECOND)
+        assert isinstance(out, Result) and out.text == "ok in s-2", out
+    calls = [headers["Mcp-Session-Id"] for headers in server.calls("tools/call")]
+    assert calls == ["s-1", "s-1", "s-2"]  # the refused one, then once more in the new session
+    initializes = server.calls("initialize")
+    assert len(initializes) == 2 and all("Mcp-Session-Id" not in h for h in initializes)
+    assert [h["Mcp-Session-Id"] for h in server.calls("notifications/initialized")] == ["s-1", "s-2"]
+
+
+async def test_a_session_that_cannot_be_renewed_leaves_the_call_not_sent_and_the_next_call_renews(
+    scripted: Any,
+) -> None:
+    sessions = Sessions(not_found)
+    server = scripted(sessions)
+    async with open_connection(ServerSpec(name="web", endpoint=server.url), timeout_ns=5 * SECOND) as conn:
+        sessions.forgotten = sessions.refuse_initialize = True
+        out = await conn.call_tool("t", "{}", 5 * SECOND)
+        assert isinstance(out, NotSent), out
+        assert 'server "web"' in out.detail and "no new one could be started" in out.detail and "503" in out.detail
+        assert len(server.calls("tools/call")) == 1  # the refused one; nothing was processed
+        sessions.refuse_initialize = False
+        out = await conn.call_tool("t", "{}", 5 * SECOND)
+        assert isinstance(out, Result) and out.text == "ok in s-2", out
+    assert [h.get("Mcp-Session-Id") for h in server.calls("tools/call")] == ["s-1", "s-2"]  # no id-less call
+    assert len(server.calls("initialize")) == 3
+
+
+async def test_a_call_whose_time_runs_out_while_a_new_session_starts_is_not_sent(scripted: Any) -> None:
+    sessions = Sessions(not_found)
+    server = scripted(sessions)
+    async with open_connection(ServerSpec(name="web", endpoint=server.url), timeout_ns=5 * SECOND) as conn:
+        sessions.forgotten, sessions.slow_initialize = True, 1.0
+        out = await conn.call_tool("t", "{}", 300_000_000)
+        assert out == NotSent('mcp: server "web": tool "t": timed out after 300ms starting a new session')
+        assert conn._pending == {}
+    assert len(server.calls("tools/call")) == 1  # the refused one
+
+
+async def test_a_call_refused_again_in_the_new_session_is_not_sent_and_not_tried_a_third_time(scripted: Any) -> None:
+    def forgetful(h: BaseHTTPRequestHandler, msg: dict[str, Any]) -> None:
+        if msg.get("method") == "tools/call":
+            not_found(h)
+        else:
+            standard(h, msg)
+
+    server = scripted(forgetful)
     async with open_connection(ServerSpec(name="web", endpoint=server.url), timeout_ns=5 * SECOND) as conn:
         out = await conn.call_tool("t", "{}", 5 * SECOND)
-        assert isinstance(out, NoAnswer) and out.kind == "dropped"
-        assert 'server "web"' in out.detail and "404" in out.detail
-        posts = len(server.requests)
-        started = time.monotonic()
-        out = await conn.call_tool("t", "{}", 5 * SECOND)
-        assert isinstance(out, NotSent) and time.monotonic() - started < 1
-        assert len(server.requests) == posts  # not retried
-
-
-async def test_the_npm_servers_400_no_valid_session_is_a_dead_session(scripted: Any) -> None:
-    def npm(h: BaseHTTPRequestHandler, msg: dict[str, Any]) -> None:
-        if not standard(h, msg):
-            body = b'{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: No valid session ID provided"}}'
-            reply(h, 400, body)
-
-    server = scripted(npm)
-    async with open_connection(ServerSpec(name="web", endpoint=server.url), timeout_ns=5 * SECOND) as conn:
-        out = await conn.call_tool("t", "{}", 5 * SECOND)
-    assert isinstance(out, NoAnswer) and out.kind == "dropped" and "400" in out.detail
+    assert isinstance(out, NotSent) and "404" in out.detail, out
+    assert len(server.calls("tools/call")) == 2 and len(server.calls("initialize")) == 2
 
 
 async def test_a_call_timeout_over_http_is_honoured(scripted: Any) -> None:
@@ -288,3 +408,227 @@ async def test_a_call_timeout_over_http_is_honoured(scripted: Any) -> None:
         out = await conn.call_tool("t", "{}", 200_000_000)
         assert out == NoAnswer("timeout", 'mcp: server "web": tool "t": timed out after 200ms')
         assert time.monotonic() - started < 2
+
+
+# ------------------------------------------------------------ idle connections
+
+
+def answering(h: BaseHTTPRequestHandler, msg: dict[str, Any]) -> None:
+    if not standard(h, msg):
+        ok(h, msg)
+
+
+async def test_an_idle_connection_the_server_closed_is_replaced_and_the_call_reaches_the_server_once(
+    scripted: Any,
+) -> None:
+    server = scripted(answering, idle_timeout=0.1)
+    async with open_connection(ServerSpec(name="web", endpoint=server.url), timeout_ns=5 * SECOND) as conn:
+        first = server.connections
+        for _ in range(3):
+            await anyio.sleep(0.3)  # idle: the server has closed every connection it answered on
+            out = await conn.call_tool("t", "{}", 5 * SECOND)
+            assert isinstance(out, Result) and out.text == "ok", out
+    assert len(server.calls("tools/call")) == 3  # each call reached the server exactly once
+    assert server.connections >= first + 3  # each on a fresh connection
+
+
+async def test_a_connection_reset_before_the_first_byte_is_written_is_replaced(
+    scripted: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The check before reuse is blinded, as if the reset arrived between the check and the write.
+    monkeypatch.setattr(http_pool, "_looks_open", lambda conn: conn.sock is not None)
+    server = scripted(answering, idle_timeout=0.1, reset=True)
+    async with open_connection(ServerSpec(name="web", endpoint=server.url), timeout_ns=5 * SECOND) as conn:
+        await anyio.sleep(0.3)
+        out = await conn.call_tool("t", "{}", 5 * SECOND)
+    assert isinstance(out, Result) and out.text == "ok", out
+    assert len(server.calls("tools/call")) == 1
+
+
+async def test_a_refused_connect_is_not_sent(scripted: Any) -> None:
+    server = scripted(answering, idle_timeout=0.1)
+    async with open_connection(ServerSpec(name="web", endpoint=server.url), timeout_ns=5 * SECOND) as conn:
+        server.close()  # the server is gone: its port refuses, its idle connections close
+        await anyio.sleep(0.3)
+        out = await conn.call_tool("t", "{}", 5 * SECOND)
+    assert isinstance(out, NotSent), out
+    assert out.detail.startswith('mcp: server "web": tool "t": POST: connecting failed: ') and "refused" in out.detail
+    assert server.calls("tools/call") == []
+
+
+def test_a_request_is_written_through_a_connection_that_counts_what_the_kernel_took() -> None:
+    a, b = socket.socketpair()
+    conn = http_pool._HTTP("127.0.0.1", 1)
+    conn.sock = a
+    conn.send(b"x" * 1000)
+    assert conn.written == 1000 and b.recv(2000) == b"x" * 1000
+    b.close()
+    a.shutdown(socket.SHUT_WR)
+    with pytest.raises(OSError):
+        conn.send(b"more")
+    assert conn.written == 1000
+    a.close()
+
+
+async def test_a_write_that_fails_after_bytes_went_out_is_not_retried() -> None:
+    """A server that takes the first 64 KiB of a request, then resets the connection."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    accepted: list[int] = []
+
+    def serve() -> None:
+        while True:
+            try:
+                sock, _ = listener.accept()
+            except OSError:
+                return
+            got = 0
+            while got < 65536:
+                got += len(sock.recv(65536))
+            accepted.append(got)
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            sock.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    transport = HTTPTransport("web", f"http://127.0.0.1:{listener.getsockname()[1]}/mcp")
+    await transport.start(lambda message: None, lambda reason: None)
+    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "m", "params": {"pad": "x" * (32 << 20)}}).encode()
+    try:
+        with pytest.raises(TransportError) as info:
+            await transport.send(body, expects_answer=True, timeout=10)
+        assert not isinstance(info.value, NotSentError), info.value
+        assert str(info.value).startswith("POST: ")
+        await anyio.sleep(0.2)
+        assert len(accepted) == 1  # the server saw part of it: never written again
+    finally:
+        await transport.aclose()
+        listener.close()
+
+
+async def test_a_connection_is_retired_before_the_servers_keep_alive_timeout(scripted: Any) -> None:
+    def brief(h: BaseHTTPRequestHandler, msg: dict[str, Any]) -> None:
+        body = json.dumps({"jsonrpc": "2.0", "id": msg.get("id"), "result": {}}).encode()
+        reply(h, 200, body, Keep_Alive="timeout=2")
+
+    server = scripted(brief)
+    transport = HTTPTransport("web", server.url)
+    await transport.start(lambda message: None, lambda reason: None)
+    try:
+        await transport.send(b'{"jsonrpc":"2.0","id":1,"method":"m"}', expects_answer=True, timeout=5)
+        await transport.send(b'{"jsonrpc":"2.0","id":2,"method":"m"}', expects_answer=True, timeout=5)
+        assert server.connections == 1  # reused within the server's timeout
+        await anyio.sleep(1.1)  # past timeout - 1 s: the server may close it any moment now
+        await transport.send(b'{"jsonrpc":"2.0","id":3,"method":"m"}', expects_answer=True, timeout=5)
+        assert server.connections == 2
+    finally:
+        await transport.aclose()
+
+
+# ------------------------------------------------------------ the standalone GET stream
+
+
+def sse_head(h: BaseHTTPRequestHandler) -> None:
+    h.send_response(200)
+    h.send_header("Content-Type", "text/event-stream")
+    h.send_header("Connection", "close")
+    h.end_headers()
+    h.wfile.flush()
+
+
+def event(message: dict[str, Any], event_id: str | None = None) -> bytes:
+    head = f"id: {event_id}\n" if event_id is not None else ""
+    return f"{head}event: message\ndata: {json.dumps(message)}\n\n".encode()
+
+
+async def eventually(what: str, predicate: Callable[[], bool], timeout: float = 5) -> None:
+    with anyio.fail_after(timeout):
+        while not predicate():
+            await anyio.sleep(0.02)
+
+
+LIST_CHANGED = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+SAMPLING = {"jsonrpc": "2.0", "id": "srv-1", "method": "sampling/createMessage", "params": {"messages": []}}
+
+
+async def test_the_get_stream_carries_server_requests_to_their_answer_and_list_changed_to_its_handler(
+    scripted: Any,
+) -> None:
+    release, done = threading.Event(), threading.Event()
+
+    def stream(h: BaseHTTPRequestHandler) -> None:
+        sse_head(h)
+        release.wait(5)
+        h.wfile.write(event(SAMPLING) + event(LIST_CHANGED))
+        h.wfile.flush()
+        done.wait(5)  # the stream stays open, as a server's does
+
+    server = scripted(answering, on_get=stream)
+    changed: list[str] = []
+    try:
+        async with open_connection(ServerSpec(name="web", endpoint=server.url), timeout_ns=5 * SECOND) as conn:
+            conn.notification_handlers["notifications/tools/list_changed"] = lambda note: changed.append(note.method)
+            release.set()
+            await eventually("the sampling request's answer", lambda: any(
+                b'"srv-1"' in body for verb, _, body in server.requests if verb == "POST"
+            ))  # fmt: skip
+            await eventually("the list_changed handler", lambda: changed != [])
+    finally:
+        done.set()
+    (answer,) = [json.loads(body) for verb, _, body in server.requests if verb == "POST" and b'"srv-1"' in body]
+    assert answer["id"] == "srv-1" and "error" in answer and "result" not in answer
+    assert changed == ["notifications/tools/list_changed"]
+    (get,) = [headers for verb, headers, _ in server.requests if verb == "GET"]
+    assert get["Accept"] == "text/event-stream" and get["Mcp-Session-Id"] == "s-1"
+    assert get["MCP-Protocol-Version"] == "2025-06-18" and "Last-Event-ID" not in get
+
+
+async def test_a_server_that_answers_the_get_stream_405_is_not_asked_again(scripted: Any) -> None:
+    server = scripted(answering)
+    async with open_connection(ServerSpec(name="web", endpoint=server.url), timeout_ns=5 * SECOND):
+        await eventually("the GET", lambda: any(verb == "GET" for verb, _, _ in server.requests))
+        await anyio.sleep(1.3)  # past the first backoff
+    assert [verb for verb, _, _ in server.requests].count("GET") == 1
+
+
+async def test_a_get_stream_that_ends_is_opened_again_from_its_last_event_id(scripted: Any) -> None:
+    gets: list[str | None] = []
+    done = threading.Event()
+
+    def stream(h: BaseHTTPRequestHandler) -> None:
+        gets.append(h.headers.get("Last-Event-ID"))
+        sse_head(h)
+        if len(gets) == 1:
+            h.wfile.write(b"retry: 50\n" + event(LIST_CHANGED, "g-1"))  # then the server ends it
+            return
+        h.wfile.write(event(LIST_CHANGED, "g-2"))
+        h.wfile.flush()
+        done.wait(5)
+
+    server = scripted(answering, on_get=stream)
+    changed: list[str] = []
+    try:
+        async with open_connection(ServerSpec(name="web", endpoint=server.url), timeout_ns=5 * SECOND) as conn:
+            conn.notification_handlers["notifications/tools/list_changed"] = lambda note: changed.append(note.method)
+            await eventually("the second GET's event", lambda: len(gets) == 2 and len(changed) >= 1)
+    finally:
+        done.set()
+    assert gets == [None, "g-1"]
+
+
+async def test_closing_does_not_wait_for_an_open_get_stream(scripted: Any) -> None:
+    done = threading.Event()
+
+    def stream(h: BaseHTTPRequestHandler) -> None:
+        sse_head(h)
+        done.wait(10)  # open, silent, until the test ends
+
+    server = scripted(answering, on_get=stream)
+    transport: Any = None
+    try:
+        async with open_connection(ServerSpec(name="web", endpoint=server.url), timeout_ns=5 * SECOND) as conn:
+            transport = conn._transport
+            await eventually("the GET", lambda: any(verb == "GET" for verb, _, _ in server.requests))
+            started = time.monotonic()
+        assert time.monotonic() - started < 1
+        await eventually("the GET stream's thread to end", lambda: not transport._listener.running, timeout=1)
+    finally:
+        done.set()

@@ -42,6 +42,10 @@ class Server:
                 pass
 
             def do_GET(self) -> None:
+                if "Last-Event-ID" not in self.headers:  # the session's standalone stream: none here
+                    outer.log.append(("GET stream", time.monotonic(), dict(self.headers)))
+                    self.send_error(405)
+                    return
                 outer.log.append(("GET", time.monotonic(), dict(self.headers)))
                 on_get(self, outer.call_id)
 
