@@ -26,11 +26,14 @@ from agentrt_proxy.config.model import (
     DEFAULT_HOLD,
     DEFAULT_LEASE_TTL,
     DEFAULT_MAX_PENDING,
+    DEFAULT_MAX_RESULT_BYTES,
     DEFAULT_POLICY,
     DEFAULT_REPEAT_WINDOW,
     DEFAULT_STATUS_TOOL,
     DEFAULT_TTL,
+    MAX_MAX_RESULT_BYTES,
     MIN_LEASE_TTL,
+    MIN_MAX_RESULT_BYTES,
     OUTCOMES,
     SESSION_PATTERN,
     SIDE_EFFECTS,
@@ -158,6 +161,7 @@ def _build(tree: Any, path: Path, errors: _Errors) -> Config:
     grant_ttl = top.duration("grant_ttl")
     status_tool = top.string("status_tool")
     lease_ttl = top.duration("lease_ttl")
+    max_result_bytes_value = top.get("max_result_bytes")
     top.finish()
 
     if not database:
@@ -170,6 +174,7 @@ def _build(tree: Any, path: Path, errors: _Errors) -> Config:
         errors.fail("at least one server is required")
     policy = _policy(policy_value, errors)
     max_pending = _max_pending(max_pending_value, errors)
+    max_result_bytes = _max_result_bytes(max_result_bytes_value, errors)
     if lease_ttl is not None and lease_ttl < MIN_LEASE_TTL:
         errors.fail(f"lease_ttl {format_go(lease_ttl)} is shorter than 3s")
     if status_tool is not None and not TOOL_NAME_PATTERN.fullmatch(status_tool):
@@ -189,6 +194,7 @@ def _build(tree: Any, path: Path, errors: _Errors) -> Config:
         grant_ttl=DEFAULT_TTL if grant_ttl is None else grant_ttl,
         status_tool=status_tool or DEFAULT_STATUS_TOOL,
         lease_ttl=DEFAULT_LEASE_TTL if lease_ttl is None else lease_ttl,
+        max_result_bytes=max_result_bytes,
     )
 
 
@@ -226,6 +232,19 @@ def _max_pending(value: Any, errors: _Errors) -> int:
     if number < 0:
         errors.fail("max_pending must not be negative")
     return number or DEFAULT_MAX_PENDING
+
+
+def _max_result_bytes(value: Any, errors: _Errors) -> int:
+    if value is None:
+        return DEFAULT_MAX_RESULT_BYTES
+    if not isinstance(value, Number) or not value.is_integer_literal():
+        errors.fail("max_result_bytes must be a whole number of bytes")
+    number = int(value)
+    if not MIN_MAX_RESULT_BYTES <= number <= MAX_MAX_RESULT_BYTES:
+        errors.fail(
+            f"max_result_bytes {number} is not between {MIN_MAX_RESULT_BYTES} and {MAX_MAX_RESULT_BYTES} (128 MiB)"
+        )
+    return number
 
 
 def _servers(values: list[Any], base: Path, errors: _Errors) -> tuple[ServerConfig, ...]:
