@@ -26,7 +26,7 @@ def main() -> int:
         outcome = await self.tools[name].call(arguments_text)
         if not isinstance(outcome, Result):
             raise RuntimeError(f"passthrough: {name}: {outcome}")
-        return answers.tool_result(outcome.content)
+        return answers.tool_result(outcome.content, outcome.form)
 
     runtime.Runtime.call = call  # type: ignore[method-assign]
     return cli_main()

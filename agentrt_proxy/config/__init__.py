@@ -3,6 +3,7 @@
 from agentrt_proxy.config.files import check_database_file, read_owned
 from agentrt_proxy.config.loading import load_config, read_rules
 from agentrt_proxy.config.model import (
+    DEFAULT_MAX_RESULT_BYTES,
     DEFAULT_POLICY,
     READ_ONLY,
     SIDE_EFFECTS,
@@ -15,6 +16,7 @@ from agentrt_proxy.config.model import (
 from agentrt_proxy.config.reach import check_reach
 
 __all__ = [
+    "DEFAULT_MAX_RESULT_BYTES",
     "DEFAULT_POLICY",
     "READ_ONLY",
     "SIDE_EFFECTS",

@@ -29,13 +29,16 @@ from agentrt_proxy.config.model import (
     DEFAULT_LEASE_TTL,
     DEFAULT_MAX_MESSAGE_BYTES,
     DEFAULT_MAX_PENDING,
+    DEFAULT_MAX_RESULT_BYTES,
     DEFAULT_POLICY,
     DEFAULT_REPEAT_WINDOW,
     DEFAULT_STATUS_TOOL,
     DEFAULT_TTL,
     MAX_MAX_MESSAGE_BYTES,
+    MAX_MAX_RESULT_BYTES,
     MIN_LEASE_TTL,
     MIN_MAX_MESSAGE_BYTES,
+    MIN_MAX_RESULT_BYTES,
     OUTCOMES,
     SESSION_PATTERN,
     SIDE_EFFECTS,
@@ -173,6 +176,7 @@ def _build(tree: Any, path: Path, errors: _Errors, environ: Mapping[str, str] | 
     status_tool = top.string("status_tool")
     lease_ttl = top.duration("lease_ttl")
     max_message_value = top.get("max_message_bytes")
+    max_result_bytes_value = top.get("max_result_bytes")
     top.finish()
 
     if not database:
@@ -185,6 +189,7 @@ def _build(tree: Any, path: Path, errors: _Errors, environ: Mapping[str, str] | 
         errors.fail("at least one server is required")
     policy = _policy(policy_value, errors)
     max_pending = _max_pending(max_pending_value, errors)
+    max_result_bytes = _max_result_bytes(max_result_bytes_value, errors)
     if lease_ttl is not None and lease_ttl < MIN_LEASE_TTL:
         errors.fail(f"lease_ttl {format_go(lease_ttl)} is shorter than 3s")
     if status_tool is not None and not TOOL_NAME_PATTERN.fullmatch(status_tool):
@@ -206,6 +211,7 @@ def _build(tree: Any, path: Path, errors: _Errors, environ: Mapping[str, str] | 
         status_tool=status_tool or DEFAULT_STATUS_TOOL,
         lease_ttl=DEFAULT_LEASE_TTL if lease_ttl is None else lease_ttl,
         max_message_bytes=max_message_bytes,
+        max_result_bytes=max_result_bytes,
     )
 
 
@@ -246,16 +252,28 @@ def _max_pending(value: Any, errors: _Errors) -> int:
 
 
 def _max_message_bytes(value: Any, errors: _Errors) -> int:
+    return _byte_size("max_message_bytes", value, errors, DEFAULT_MAX_MESSAGE_BYTES,
+                      (MIN_MAX_MESSAGE_BYTES, "64 KiB"), (MAX_MAX_MESSAGE_BYTES, "1 GiB"))
+
+
+def _max_result_bytes(value: Any, errors: _Errors) -> int:
+    return _byte_size("max_result_bytes", value, errors, DEFAULT_MAX_RESULT_BYTES,
+                      (MIN_MAX_RESULT_BYTES, ""), (MAX_MAX_RESULT_BYTES, "128 MiB"))
+
+
+def _byte_size(
+    name: str, value: Any, errors: _Errors, default: int, low: tuple[int, str], high: tuple[int, str]
+) -> int:
+    """A top-level size in bytes: a whole number within [low, high] (each with how it reads)."""
     if value is None:
-        return DEFAULT_MAX_MESSAGE_BYTES
+        return default
     if not isinstance(value, Number) or not value.is_integer_literal():
-        errors.fail("max_message_bytes must be a whole number of bytes")
+        errors.fail(f"{name} must be a whole number of bytes")
     number = int(value)
-    if not MIN_MAX_MESSAGE_BYTES <= number <= MAX_MAX_MESSAGE_BYTES:
-        errors.fail(
-            f"max_message_bytes {number} is not between {MIN_MAX_MESSAGE_BYTES} (64 KiB) "
-            f"and {MAX_MAX_MESSAGE_BYTES} (1 GiB)"
-        )
+    if not low[0] <= number <= high[0]:
+        lo = f"{low[0]} ({low[1]})" if low[1] else str(low[0])
+        hi = f"{high[0]} ({high[1]})" if high[1] else str(high[0])
+        errors.fail(f"{name} {number} is not between {lo} and {hi}")
     return number
 
 

@@ -39,6 +39,13 @@ DEFAULT_STATUS_TOOL = "gate_status"
 DEFAULT_MAX_MESSAGE_BYTES = 16 << 20
 MIN_MAX_MESSAGE_BYTES = 64 << 10  # an initialize answer or a tools/list page must still fit
 MAX_MAX_MESSAGE_BYTES = 1 << 30
+# A tool's result, as recorded and answered, is capped at this many bytes of its canonical form
+# (docs/decisions/0015). The floor leaves room for the block that says a result was capped; the
+# ceiling keeps a recorded step (whose store form may escape a character in six bytes) within
+# SQLite's default limit of 10^9 bytes a value.
+DEFAULT_MAX_RESULT_BYTES = 8 * 1024 * 1024
+MIN_MAX_RESULT_BYTES = 1024
+MAX_MAX_RESULT_BYTES = 128 * 1024 * 1024
 POLICY_ID_PREFIX = "agentrt-proxy/sha256:"
 
 SESSION_PATTERN = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -103,6 +110,7 @@ class Config:
     status_tool: str = DEFAULT_STATUS_TOOL
     lease_ttl: int = DEFAULT_LEASE_TTL
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES
 
     def policy_id(self) -> str:
         """``agentrt-proxy/sha256:`` + hex SHA-256 of exactly what the policy decides from."""

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentrt_proxy import canonical
+from agentrt_proxy.mcp.outcomes import CALL_TOOL_RESULT
+from agentrt_proxy.mcp.results import recorded_text
 from agentrt_proxy.store import (
     EXECUTING,
     OUTCOME_KNOWN,
@@ -235,8 +237,12 @@ def executed_step(steps: Sequence[Step]) -> Step | None:
 
 
 def result_text(obs: dict[str, Any]) -> str:
-    """A recorded result as the model gets it back: a JSON string's contents, else JSON text."""
+    """A recorded result's short text (DUPLICATE quotes it): for a result recorded as the server
+    sent it (``form``), its text blocks joined and every other block a placeholder
+    (``mcp.results.recorded_text``); for an older record, a JSON string's contents, else JSON text."""
     content = obs.get("content")
+    if obs.get("form") == CALL_TOOL_RESULT:
+        return recorded_text(content)
     if isinstance(content, str):
         return content
     return canonical.policy_text(content)

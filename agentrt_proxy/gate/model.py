@@ -165,17 +165,24 @@ class Observation:
     content: Any
     summary: str
     content_hash: str
+    # How ``content`` is to be read: "" (a record's text or structured content, as every record
+    # before decision 0015 has it) or ``outcomes.CALL_TOOL_RESULT`` (the server's own fields).
+    # Outside the content, so no old content can be mistaken for the new form.
+    form: str = ""
 
     def tree(self) -> dict[str, Any]:
-        return {"kind": self.kind, "content": self.content, "summary": self.summary, "content_hash": self.content_hash}
+        tree = {"kind": self.kind, "content": self.content, "summary": self.summary, "content_hash": self.content_hash}
+        if self.form:
+            tree["form"] = self.form
+        return tree
 
     @property
     def failure(self) -> bool:
         return self.kind != "tool_result"
 
 
-def observe(kind: str, content: Any, summary: str) -> Observation:
-    return Observation(kind, content, summary, hashlib.sha256(canonical.canonical_bytes(content)).hexdigest())
+def observe(kind: str, content: Any, summary: str, form: str = "") -> Observation:
+    return Observation(kind, content, summary, hashlib.sha256(canonical.canonical_bytes(content)).hexdigest(), form)
 
 
 def observation_from_outcome(tool: str, outcome: outcomes.ToolOutcome) -> Observation:
@@ -183,7 +190,7 @@ def observation_from_outcome(tool: str, outcome: outcomes.ToolOutcome) -> Observ
     if isinstance(outcome, outcomes.Result):
         if not outcome.is_error:
             content = outcome.content if outcome.content is not None else {}
-            return observe("tool_result", content, outcome.summary)
+            return observe("tool_result", content, outcome.summary, outcome.form)
         return tool_error(tool, outcome.error_text, "error")
     if isinstance(outcome, outcomes.NoAnswer):
         if outcome.kind == "timeout":

@@ -11,16 +11,22 @@ from typing import Literal
 
 NoAnswerKind = Literal["timeout", "dropped", "protocol"]
 
+# The form of a recorded result that passes through as the server sent it (docs/decisions/0015):
+# ``content`` is ``{"content": [...], "structuredContent"?: ..., "_meta"?: {...}}``. Records
+# made before it carry no form: their content is the text (a string) or the structured content.
+CALL_TOOL_RESULT = "call_tool_result"
+
 
 @dataclass(frozen=True)
 class Result:
     """The server answered with a ``CallToolResult`` (``isError`` or not).
 
-    ``content`` is the recorded value as a literal-keeping tree (a ``str`` for text
-    content, any JSON tree for structured content); ``text`` is that content as text
-    (a JSON string's contents, or the JSON text of anything else); ``summary`` is
-    ``<server>/<remote>: <n> bytes[, truncated][, structured content of <m> bytes
-    dropped for the text]``.
+    ``content`` is the recorded value as a literal-keeping tree: for a result that is not an
+    error, in the ``CALL_TOOL_RESULT`` form (``form`` says so), the server's own fields; for
+    an error, its text. ``text`` is the short text of it (text blocks joined, every other
+    block a placeholder); ``summary`` is ``<server>/<remote>: <n> bytes[, truncated]``, ``n``
+    the recorded size (records made before 0015 may also say ``, structured content of <m>
+    bytes dropped for the text``).
     """
 
     content: object
@@ -28,6 +34,7 @@ class Result:
     summary: str
     is_error: bool
     truncated: bool
+    form: str = ""
 
     @property
     def error_text(self) -> str:
@@ -70,4 +77,4 @@ class NotSent:
 
 ToolOutcome = Result | RpcError | NoAnswer | Refused | NotSent
 
-__all__ = ["NoAnswer", "NoAnswerKind", "NotSent", "Refused", "Result", "RpcError", "ToolOutcome"]
+__all__ = ["CALL_TOOL_RESULT", "NoAnswer", "NoAnswerKind", "NotSent", "Refused", "Result", "RpcError", "ToolOutcome"]

@@ -1,9 +1,16 @@
-"""Turning a raw ``CallToolResult`` into the recorded outcome (spec §1.13.6–8).
+"""Turning a raw ``CallToolResult`` into the recorded outcome (spec §1.13.6–8, and the
+deviation of docs/decisions/0015: results pass through as the server sent them).
 
-Structured content is taken from the raw answer text (so numbers beyond float64
-survive), checked at the runtime's strict JSON boundary and written in the
-canonical schema form. Otherwise the content blocks become text, recorded as a JSON
-string of at most ``cap`` bytes counting its escaped form, quotes included.
+A result that is not an error is recorded as the server's own fields: its ``content`` array
+(every block, in order, with its annotations and ``_meta``), its ``structuredContent`` beside
+it (never instead of it) and its ``_meta``. Each is taken from the raw answer text and written
+in the canonical schema form (keys sorted, every number's value kept: a literal beyond float64
+survives), so what is recorded is exactly what the host is answered. The whole is capped at
+``cap`` bytes of that form (``result_cap``); a capped result ends with a text block saying so.
+
+An ``isError`` result is recorded, as before, as its text: the text blocks joined, every other
+block a short placeholder (``mapped_text``), at most ``ERROR_TEXT_BYTES``; the tool's
+known-answer pattern (``upstream.loaded_tool``) matches its summary.
 
 It stays on the wire (the design puts "mapping results to outcomes" in ``upstream/``): the
 mapping reads the exact answer line, which only the client holds, and the client's
@@ -18,16 +25,32 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentrt_proxy import canonical
-from agentrt_proxy.canonical.schema_form import SchemaFormError, canonical_schema, encode_string
-from agentrt_proxy.mcp.outcomes import Refused, Result
-from agentrt_proxy.mcp.spans import SpanError, find_span
+from agentrt_proxy.canonical.schema_form import SchemaFormError, canonical_schema, encode_string, parse_form
+from agentrt_proxy.mcp.outcomes import CALL_TOOL_RESULT, Refused, Result
+from agentrt_proxy.mcp.result_cap import Pieces, cap_pieces, longest_prefix
+from agentrt_proxy.mcp.spans import SpanError, find_span, iter_elements, iter_members
 
-__all__ = ["INPUT_REQUIRED", "TRUNCATION_MARKER", "InputRequired", "cap_text", "map_result", "mapped_text"]
+__all__ = [
+    "ERROR_TEXT_BYTES",
+    "INPUT_REQUIRED",
+    "TEXT_LIMIT",
+    "TRUNCATION_MARKER",
+    "InputRequired",
+    "cap_text",
+    "map_result",
+    "mapped_text",
+    "recorded_text",
+]
 
 TRUNCATION_MARKER = "\n[truncated]"
-DROPPED_PLACEHOLDER = "[structured content dropped: too large]"
 _SURROGATE = re.compile("[\ud800-\udfff]")
 INPUT_REQUIRED = "the server asked for more input, which this adapter does not support"
+# An error's recorded text: what the record kept before results passed through (64 KiB), as an
+# error's text is quoted to the model, never answered as blocks.
+ERROR_TEXT_BYTES = 64 * 1024
+# The short text of a result (DUPLICATE's quote, ``Result.text``): at most this many characters.
+TEXT_LIMIT = 64 * 1024
+_FIELD_LIMIT = 200  # a URI or a MIME type inside a placeholder
 
 
 @dataclass(frozen=True)
@@ -39,14 +62,6 @@ class InputRequired(Refused):
 
     reason: str = INPUT_REQUIRED
     raw: bytes = b""
-
-
-_PLACEHOLDERS = {
-    "image": "[image omitted]",
-    "audio": "[audio omitted]",
-    "resource_link": "[resource link omitted]",
-    "resource": "[embedded resource omitted]",
-}
 
 
 def _encoded_len(text: str) -> int:
@@ -63,29 +78,110 @@ def cap_text(text: str, cap: int) -> tuple[str, bool]:
     with the marker appended (never splitting a character). A cap below the encoded
     marker is raised to it."""
     text = _go_text(text)
-    if _encoded_len(text) <= cap:
+    if 6 * len(text) + 2 <= cap or _encoded_len(text) <= cap:  # 6: no character encodes longer
         return text, False
     budget = max(cap, _encoded_len(TRUNCATION_MARKER)) - _encoded_len(TRUNCATION_MARKER) + 2  # +2: quotes
-    lo, hi = 0, len(text)
-    while lo < hi:  # largest k with encoded(text[:k]) <= budget
-        mid = (lo + hi + 1) // 2
-        if _encoded_len(text[:mid]) <= budget:
-            lo = mid
+    return longest_prefix(text, budget) + TRUNCATION_MARKER, True
+
+
+# ------------------------------------------------------------------ the short text
+
+
+def _short(value: Any) -> str:
+    text = value if isinstance(value, str) else ""
+    return text if len(text) <= _FIELD_LIMIT else text[:_FIELD_LIMIT] + "…"
+
+
+def _base64_bytes(data: Any) -> int:
+    """How many bytes a base64 text decodes to (without decoding it)."""
+    if not isinstance(data, str):
+        return 0
+    return len(data.rstrip("=")) * 3 // 4
+
+
+def _placeholder(block: Any) -> str:
+    kind = block.get("type") if isinstance(block, dict) else None
+    if not isinstance(block, dict) or not isinstance(kind, str):
+        return "[content]"
+    if kind in ("image", "audio"):
+        return f"[{kind} {_short(block.get('mimeType'))}, {_base64_bytes(block.get('data'))} bytes]"
+    if kind == "resource_link":
+        return f"[resource link {_short(block.get('uri'))}]"
+    if kind == "resource":
+        inner = block.get("resource")
+        resource: dict[str, Any] = inner if isinstance(inner, dict) else {}
+        if isinstance(resource.get("text"), str):
+            size = len(resource["text"].encode("utf-8", "surrogatepass"))
         else:
-            hi = mid - 1
-    return text[:lo] + TRUNCATION_MARKER, True
+            size = _base64_bytes(resource.get("blob"))
+        mime = _short(resource.get("mimeType")) or "no type"
+        return f"[resource {_short(resource.get('uri'))}, {mime}, {size} bytes]"
+    return f"[{_short(kind)} content]"
 
 
-def mapped_text(content: Any) -> str:
-    """The content blocks joined with ``\\n``; every non-text block replaced by a placeholder."""
+def mapped_text(content: Any, limit: int = TEXT_LIMIT) -> str:
+    """The content blocks joined with ``\\n``: a text block's text, every other block a short
+    placeholder naming it (``[image image/png, 1234 bytes]``); at most ``limit`` characters."""
     parts: list[str] = []
+    length = 0
     for block in content if isinstance(content, list) else []:
-        kind = block.get("type") if isinstance(block, dict) else None
-        if kind == "text" and isinstance(block.get("text"), str):
-            parts.append(block["text"])
+        if isinstance(block, dict) and block.get("type") == "text" and isinstance(block.get("text"), str):
+            part = block["text"]
         else:
-            parts.append(_PLACEHOLDERS.get(kind if isinstance(kind, str) else "", "[content omitted]"))
-    return "\n".join(parts)
+            part = _placeholder(block)
+        parts.append(part[: limit - length + 1])
+        length += len(parts[-1]) + 1
+        if length > limit:
+            break
+    return "\n".join(parts)[:limit]
+
+
+def recorded_text(record: Any, limit: int = TEXT_LIMIT) -> str:
+    """The short text of a recorded result (``CALL_TOOL_RESULT``): its blocks as ``mapped_text``
+    says, or, when it has no blocks, its structured content as JSON text."""
+    if not isinstance(record, dict):
+        return ""
+    blocks = record.get("content")
+    if (not isinstance(blocks, list) or not blocks) and record.get("structuredContent") is not None:
+        return canonical.policy_text(record["structuredContent"])[:limit]
+    return mapped_text(blocks, limit)
+
+
+# ------------------------------------------------------------------ the mapping
+
+
+def _form(raw: str) -> bytes:
+    """One raw member in the canonical schema form (``SchemaFormError`` when it is not JSON)."""
+    return canonical_schema(raw)
+
+
+def _pieces(result: dict[str, Any], answer_text: str) -> Pieces | Refused:
+    """The raw result's ``content`` blocks, ``structuredContent`` and ``_meta``, each in the
+    canonical schema form, or why the answer is refused."""
+    span = find_span(answer_text, ["result"])
+    assert span is not None  # the line decoded with a result
+    raw: dict[str, tuple[int, int]] = {}
+    for key, start, end in iter_members(answer_text, span[0]):
+        raw[key] = (start, end)  # the last duplicate wins, as the decoded result has it
+    blocks: list[bytes] = []
+    if "content" in raw and result.get("content") is not None:
+        if not isinstance(result.get("content"), list):
+            return Refused("the result's content is not an array", answer_text.encode("utf-8", "replace"))
+        for start, end in iter_elements(answer_text, raw["content"][0]):
+            blocks.append(_form(answer_text[start:end]))
+    structured: bytes | None = None
+    if "structuredContent" in raw and result.get("structuredContent") is not None:
+        start, end = raw["structuredContent"]
+        raw_bytes = answer_text[start:end].encode("utf-8", "surrogatepass")
+        try:  # the runtime's own boundary, as for arguments: repeated keys, numbers beyond bounds
+            canonical.check_json(raw_bytes)
+        except canonical.JSONBoundaryError as exc:
+            return Refused(exc.reason, raw_bytes)
+        structured = canonical_schema(raw_bytes)
+    meta: bytes | None = None
+    if "_meta" in raw and isinstance(result.get("_meta"), dict):
+        meta = _form(answer_text[raw["_meta"][0] : raw["_meta"][1]])
+    return Pieces(blocks, structured, meta)
 
 
 def map_result(server: str, remote: str, result: Any, answer_text: str, cap: int) -> Result | Refused:
@@ -94,35 +190,34 @@ def map_result(server: str, remote: str, result: Any, answer_text: str, cap: int
         return Refused("the result is not a JSON object", answer_text.encode("utf-8", "replace"))
     if result.get("resultType") == "input_required":
         return InputRequired(INPUT_REQUIRED, answer_text.encode("utf-8", "replace"))
-    is_error = result.get("isError") is True
-    dropped: int | None = None
-    if result.get("structuredContent") is not None:
-        try:
-            span = find_span(answer_text, ["result", "structuredContent"])
-        except SpanError as exc:  # pragma: no cover - the line decoded as a whole
-            return Refused(str(exc), answer_text.encode("utf-8", "replace"))
-        assert span is not None
-        raw = answer_text[span[0] : span[1]]
-        raw_bytes = raw.encode("utf-8", "surrogatepass")
-        try:
-            canonical.check_json(raw_bytes)
-            form = canonical_schema(raw_bytes)
-        except canonical.JSONBoundaryError as exc:
-            return Refused(exc.reason, raw_bytes)
-        except SchemaFormError as exc:
-            return Refused(str(exc), raw_bytes)
-        if len(form) <= cap:
-            text = form.decode("utf-8")
-            summary = f"{server}/{remote}: {len(form)} bytes"
-            return Result(canonical.parse_strict(form), text, summary, is_error, False)
-        dropped = len(form)
-    text = mapped_text(result.get("content"))
-    if dropped is not None and not text:
-        text = DROPPED_PLACEHOLDER
-    text, truncated = cap_text(text, cap)
-    summary = f"{server}/{remote}: {_encoded_len(text)} bytes"
-    if truncated or dropped is not None:
+    try:
+        pieces = _pieces(result, answer_text)
+    except (SpanError, SchemaFormError) as exc:
+        return Refused(str(exc), answer_text.encode("utf-8", "replace"))
+    if isinstance(pieces, Refused):
+        return pieces
+    if result.get("isError") is True:
+        return _error(server, remote, result.get("content"), pieces.structured, cap)
+    capped = cap_pieces(pieces, cap)
+    record: dict[str, Any] = {"content": [parse_form(block) for block in capped.blocks]}
+    if capped.structured is not None:
+        record["structuredContent"] = parse_form(capped.structured)
+    if capped.meta is not None:
+        record["_meta"] = parse_form(capped.meta)
+    summary = f"{server}/{remote}: {capped.size} bytes"
+    if capped.truncated:
         summary += ", truncated"
-    if dropped is not None:
-        summary += f", structured content of {dropped} bytes dropped for the text"
-    return Result(text, text, summary, is_error, truncated or dropped is not None)
+    text = recorded_text(record)
+    return Result(record, text, summary, False, capped.truncated, CALL_TOOL_RESULT)
+
+
+def _error(server: str, remote: str, content: Any, structured: bytes | None, cap: int) -> Result:
+    """An ``isError`` result: its text, bounded, as the record has always kept it."""
+    text = mapped_text(content)
+    if not text and structured is not None:
+        text = structured.decode("utf-8")
+    text, truncated = cap_text(text, min(cap, ERROR_TEXT_BYTES))
+    summary = f"{server}/{remote}: {_encoded_len(text)} bytes"
+    if truncated:
+        summary += ", truncated"
+    return Result(text, text, summary, True, truncated)

@@ -22,7 +22,7 @@ __all__ = [
     "child_env",
 ]
 
-DEFAULT_MAX_CONTENT_BYTES = 65536
+DEFAULT_MAX_CONTENT_BYTES = 8 * 1024 * 1024  # a result's cap; the configuration's max_result_bytes default
 MAX_TOOL_PAGES = 100
 MAX_TOOLS = 1000
 DEFAULT_CONNECT_TIMEOUT_NS = 30 * 1_000_000_000

@@ -1,9 +1,10 @@
 """The answers a host gets to ``tools/call``: every ``CallToolResult`` the proxy builds.
 
-One text block, ``isError`` and, for a tool's own result that is a JSON object, its
-structured content kept literally. What the text says lives in ``text/model_text.py``; the
-texts of the gate's verdicts are in ``verdict_text`` (this module stays free of the gate, so
-the runtime can import it before the gate has loaded).
+A tool's own result is its recorded content as the server sent it: every content block, its
+structured content and its ``_meta`` (decision 0015), kept literally. Every other answer is one
+text block and ``isError``. What the text says lives in ``text/model_text.py``; the texts of the
+gate's verdicts are in ``verdict_text`` (this module stays free of the gate, so the runtime can
+import it before the gate has loaded).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 
 from agentrt_proxy import canonical
 from agentrt_proxy.mcp import RawJSON
+from agentrt_proxy.mcp.outcomes import CALL_TOOL_RESULT
 from agentrt_proxy.text import model_text
 
 
@@ -25,8 +27,8 @@ def text_result(text: str, *, is_error: bool, structured: str | None = None) -> 
 
 # The ``_meta`` key that marks the proxy's own answers with their outcome (``PENDING_APPROVAL``,
 # ``DENIED``, …, ``GATE_STATUS``), so a host can tell them from a server's result whose text
-# happens to begin the same way. A tool's own result never carries it: the proxy builds every
-# result it returns afresh from the recorded content, and no server's ``_meta`` passes through.
+# happens to begin the same way. A tool's own result never carries it: a server's result
+# ``_meta`` passes through without this one key (the record keeps what the server sent).
 OUTCOME_META_KEY = "gate/outcome"
 
 
@@ -40,11 +42,52 @@ def prose(text: str) -> dict[str, Any]:
     return result
 
 
-def tool_result(content: Any) -> dict[str, Any]:
-    """A tool's own result, passed back as recorded: its text, and an object as structured content."""
+def tool_result(content: Any, form: str = "") -> dict[str, Any]:
+    """A tool's own result, passed back as recorded. In the ``CALL_TOOL_RESULT`` form: its blocks,
+    structured content and ``_meta`` as the server sent them. A record made before that form
+    (``form`` empty): its text, and an object as structured content."""
+    if form == CALL_TOOL_RESULT and isinstance(content, dict):
+        return _passed_through(content)
     text = content if isinstance(content, str) else canonical.policy_text(content)
     structured = canonical.policy_text(content) if isinstance(content, dict) else None
     return text_result(text, is_error=False, structured=structured)
+
+
+def _passed_through(record: dict[str, Any]) -> dict[str, Any]:
+    # Written as literal JSON: the record's numbers are literals (``canonical.Number``), which
+    # the wire's encoder would otherwise write as strings.
+    blocks = record.get("content")
+    result: dict[str, Any] = {"content": RawJSON(canonical.policy_text(blocks if isinstance(blocks, list) else []))}
+    if record.get("structuredContent") is not None:
+        result["structuredContent"] = RawJSON(canonical.policy_text(record["structuredContent"]))
+    result["isError"] = False
+    meta = record.get("_meta")
+    if isinstance(meta, dict):
+        meta = {key: value for key, value in meta.items() if key != OUTCOME_META_KEY}  # never the proxy's mark
+        if meta:
+            result["_meta"] = RawJSON(canonical.policy_text(meta))
+    return result
+
+
+def outcome_of(result: dict[str, Any]) -> str | None:
+    """The proxy's own outcome an answer carries (``PENDING_APPROVAL``, …), ``None`` for a tool's result."""
+    meta = result.get("_meta")
+    outcome = meta.get(OUTCOME_META_KEY) if isinstance(meta, dict) else None
+    return outcome if isinstance(outcome, str) else None
+
+
+def for_output_schema(result: dict[str, Any]) -> dict[str, Any]:
+    """An answer to a tool that declares an ``outputSchema``: the proxy's own prose is an error.
+
+    A host validating the schema (the MCP SDKs' clients do) refuses a result that is not an
+    error and carries no structured content; only ``isError`` results are exempt. The proxy's
+    own answers that are not errors (``PENDING_APPROVAL``, ``IN_PROGRESS``, ``INTERRUPTED``,
+    ``UNKNOWN_OUTCOME``, ``UNRECORDED``) carry none, so toward such a tool they say
+    ``isError: true``; their ``_meta`` still names the outcome. A tool's own result is untouched.
+    """
+    if outcome_of(result) is None or result.get("isError") is True:
+        return result
+    return {**result, "isError": True}
 
 
 def tool_error(error: str) -> dict[str, Any]:

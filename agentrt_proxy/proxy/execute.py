@@ -96,7 +96,7 @@ class Executing:
             return answers.prose(model_text.unavailable(model_text.OUTCOME_NOT_RECORDED))
         if obs.kind == "tool_result":
             session.close()  # the row was settled with the outcome
-            return answers.tool_result(obs.content)
+            return answers.tool_result(obs.content, obs.form)
         if obs.kind != "tool_error":
             session.close()
             return answers.prose(model_text.unavailable(model_text.OUTCOME_NOT_RECORDED))

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from agentrt_proxy.config import Config, ConfigError, check_database_file
+from agentrt_proxy.config import READ_ONLY, Config, ConfigError, check_database_file
 from agentrt_proxy.mcp import CallContext, JsonRpcError, RawJSON
 from agentrt_proxy.mcp.spawn import kill_unadopted
 from agentrt_proxy.proxy import answers
@@ -28,7 +28,7 @@ from agentrt_proxy.proxy.host_link import HostLink
 from agentrt_proxy.store import Store, StoreError
 from agentrt_proxy.text import model_text, operator_text
 from agentrt_proxy.text.cli_text import program_invocation
-from agentrt_proxy.upstream import OpenError, OpenServers, Supervision, open_servers
+from agentrt_proxy.upstream import OpenError, OpenServers, Supervision, annotations_for, open_servers
 from agentrt_proxy.upstream.notes import ServerNotes
 
 if TYPE_CHECKING:
@@ -100,15 +100,24 @@ class Runtime:
         return tool is not None and bool(tool.known_answer.match(text))
 
     def host_tools(self) -> list[dict[str, Any]]:
-        listed = [
-            {"name": t.name, "description": t.description, "inputSchema": RawJSON(t.schema_text)}
-            for t in self.opened.tools
-        ]
+        """The tools as the host lists them: the operator's name, description and restricted
+        schema; the server's title, icons and output schema; the proxy's own annotations, from
+        the operator's classification (``upstream.display``)."""
+        listed = []
+        for t in self.opened.tools:
+            entry: dict[str, Any] = {"name": t.name, **t.display.fields()}
+            entry["description"] = t.description
+            entry["inputSchema"] = RawJSON(t.schema_text)
+            if t.output_schema is not None:
+                entry["outputSchema"] = RawJSON(t.output_schema)
+            entry["annotations"] = annotations_for(t.side_effect)
+            listed.append(entry)
         listed.append(
             {
                 "name": self.config.status_tool,
                 "description": model_text.STATUS_DESCRIPTION,
                 "inputSchema": RawJSON(model_text.STATUS_SCHEMA_TEXT),
+                "annotations": annotations_for(READ_ONLY) | {"idempotentHint": True, "openWorldHint": False},
             }
         )
         return listed
@@ -119,7 +128,8 @@ class Runtime:
         tool = self.tools.get(name)
         if tool is None:
             raise JsonRpcError(-32602, f"unknown tool: {name}")
-        return await self.rules.handle(tool, arguments_text, ctx)
+        result = await self.rules.handle(tool, arguments_text, ctx)
+        return answers.for_output_schema(result) if tool.output_schema is not None else result
 
     def _status(self, arguments_text: str | None) -> dict[str, Any]:
         from agentrt_proxy.proxy.status import StatusArgumentsError, parse_arguments  # imported by open_runtime

@@ -5,6 +5,7 @@ loaded tool's call, connecting.
 loads jsonschema, which the cold start keeps off the path to the first listing, so its users
 import it by its own name."""
 
+from agentrt_proxy.upstream.display import ToolDisplay, annotations_for, display_of
 from agentrt_proxy.upstream.loaded_tool import LoadedTool, is_known_answer, known_answer_pattern
 from agentrt_proxy.upstream.manifest import (
     ManifestError,
@@ -44,9 +45,12 @@ __all__ = [
     "Report",
     "Supervision",
     "Supervisor",
+    "ToolDisplay",
     "ToolSpec",
+    "annotations_for",
     "decide",
     "default_connector",
+    "display_of",
     "hints_text",
     "is_known_answer",
     "known_answer_pattern",

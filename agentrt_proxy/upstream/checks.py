@@ -283,10 +283,10 @@ def build(
     if hint and not rule.allow_hint_mismatch:
         raise Refusal(hint)
     if prepared is None or prepared.form != form:
-        return _offer(ctx, pinned, rule, form, hint=hint)
+        return dataclasses.replace(_offer(ctx, pinned, rule, form, hint=hint), display=live.display)
     if prepared.tool is None:
         raise Refusal(prepared.refusal)
-    return dataclasses.replace(prepared.tool, hint_mismatch=hint, upstream=ctx.upstream)
+    return dataclasses.replace(prepared.tool, hint_mismatch=hint, upstream=ctx.upstream, display=live.display)
 
 
 def _offer(ctx: Context, pinned: PinnedTool, rule: Rule, form: bytes, *, hint: str) -> LoadedTool:

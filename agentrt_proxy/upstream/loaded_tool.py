@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from agentrt_proxy import canonical
@@ -18,6 +18,7 @@ from agentrt_proxy.canonical import JSONBoundaryError, Number
 from agentrt_proxy.mcp.outcomes import Result, ToolOutcome
 from agentrt_proxy.mcp.results import InputRequired
 from agentrt_proxy.text import escaping
+from agentrt_proxy.upstream.display import ToolDisplay
 from agentrt_proxy.upstream.spec import ToolSpec
 
 __all__ = ["CallRefused", "LoadedTool", "OnProgress", "Upstream", "is_known_answer", "known_answer_pattern"]
@@ -68,6 +69,7 @@ class LoadedTool:
     hint_mismatch: str
     known_answer: re.Pattern[str]
     upstream: Upstream | None = None
+    display: ToolDisplay = field(default_factory=ToolDisplay)  # from the live listing (``upstream.display``)
 
     @property
     def description(self) -> str:
@@ -76,6 +78,11 @@ class LoadedTool:
     @property
     def timeout(self) -> int:
         return self.spec.timeout
+
+    @property
+    def output_schema(self) -> str | None:
+        """The server's ``outputSchema`` as shown to the host (its canonical schema form), if any."""
+        return self.display.output_schema
 
     def prepare(self, arguments_text: str | bytes | None) -> str | CallRefused:
         """The arguments text to send upstream, or the refusal that sends nothing."""

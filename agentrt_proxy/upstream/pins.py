@@ -5,12 +5,13 @@ tool, a server's manifest, and the annotations as the SDK keeps them.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeGuard
 
 from agentrt_proxy import canonical
 from agentrt_proxy.canonical import schema_form
 from agentrt_proxy.errors import InvalidValue
+from agentrt_proxy.upstream.display import ToolDisplay
 
 __all__ = [
     "LiveTool",
@@ -36,6 +37,7 @@ class LiveTool:
     description: str
     annotations: dict[str, Any] | None
     input_schema: str
+    display: ToolDisplay = field(default_factory=ToolDisplay)  # title, icons, outputSchema: shown, never pinned
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import functools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -19,9 +21,10 @@ import anyio
 
 from agentrt_proxy.canonical import schema_form
 from agentrt_proxy.canonical.durations import format_time
-from agentrt_proxy.config import Config, ConfigError, ServerConfig, check_reach
+from agentrt_proxy.config import DEFAULT_MAX_RESULT_BYTES, Config, ConfigError, ServerConfig, check_reach
 from agentrt_proxy.errors import ConfigurationError
 from agentrt_proxy.text import escaping
+from agentrt_proxy.upstream.display import display_of
 from agentrt_proxy.upstream.loaded_tool import LoadedTool
 from agentrt_proxy.upstream.manifest import ManifestError, read_manifest
 from agentrt_proxy.upstream.notes import ServerNotes
@@ -53,8 +56,9 @@ class HeldConnection:
     and waits to be released.
     """
 
-    def __init__(self, server: ServerConfig) -> None:
+    def __init__(self, server: ServerConfig, max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES) -> None:
         self.server = server
+        self.max_result_bytes = max_result_bytes
         self.connection: Any = None
         self.error: BaseException | None = None
         self._ready = anyio.Event()
@@ -97,7 +101,9 @@ class HeldConnection:
             max_message_bytes=self.server.max_message_bytes,
         )
         try:
-            async with open_connection(spec, timeout_ns=timeout_ns) as connection:
+            async with open_connection(
+                spec, timeout_ns=timeout_ns, max_content_bytes=self.max_result_bytes
+            ) as connection:
                 self.connection = connection
                 self._ready.set()
                 await self._release.wait()
@@ -110,7 +116,10 @@ class HeldConnection:
     @property
     def tools(self) -> list[LiveTool]:
         return [
-            live_tool(tool.name, tool.description, tool.annotations, tool.input_schema_raw or "")
+            dataclasses.replace(
+                live_tool(tool.name, tool.description, tool.annotations, tool.input_schema_raw or ""),
+                display=display_of(tool.decoded),
+            )
             for tool in self.connection.tools
         ]
 
@@ -145,11 +154,12 @@ class HeldConnection:
                 await self._done.wait()
 
 
-def default_connector(server: ServerConfig) -> ListingFn:
-    """Open ``server`` over its transport and list its tools (the wire layer in ``mcp/``)."""
+def default_connector(server: ServerConfig, *, max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES) -> ListingFn:
+    """Open ``server`` over its transport and list its tools (the wire layer in ``mcp/``); a
+    result is capped at ``max_result_bytes`` (``open_servers`` passes the configuration's)."""
 
     async def connect(timeout: float) -> tuple[Connection, list[LiveTool]]:
-        held = HeldConnection(server)
+        held = HeldConnection(server, max_result_bytes)
         await held.open(round(timeout * 1e9))
         return held, held.tools
 
@@ -346,6 +356,8 @@ async def open_servers(
         check_reach(config)
     except ConfigError as err:
         raise OpenError(str(err)) from None
+    if connector is default_connector:  # the real wire: capped as the configuration says
+        connector = functools.partial(default_connector, max_result_bytes=config.max_result_bytes)
     outcomes = [_Outcome() for _ in config.servers]
     try:
         async with anyio.create_task_group() as group:

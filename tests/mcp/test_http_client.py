@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 import pytest
 
+from agentrt_proxy.canonical import policy_text
 from agentrt_proxy.mcp import ConnectError, ServerSpec, http_pool, open_connection
 from agentrt_proxy.mcp.errors import NotSentError, TransportError
 from agentrt_proxy.mcp.http import HTTPTransport
@@ -68,9 +69,11 @@ async def test_the_sdk_server_over_http_keeps_big_literals(sdk_endpoint: str) ->
         tools = {t.name: t for t in conn.tools}
         assert '"maximum":9007199254740993' in (tools["limit"].input_schema_raw or "")
         out = await conn.call_tool("numbers", None, 10 * SECOND)
-        assert isinstance(out, Result) and out.text == '{"n":9007199254740993}'
+        assert isinstance(out, Result) and policy_text(out.content["structuredContent"]) == '{"n":9007199254740993}'
+        assert out.content["content"][0]["text"] == '{\n  "n": 9007199254740993\n}'  # the server's own text, beside it
         out = await conn.call_tool("echo", '{"text":"hi"}', 10 * SECOND)
-        assert isinstance(out, Result) and out.content == {"result": "hi"}
+        assert isinstance(out, Result) and out.content["structuredContent"] == {"result": "hi"}
+        assert out.content["content"] == [{"type": "text", "text": "hi"}]
         assert conn._transport.session_id is not None  # type: ignore[attr-defined]
 
 

@@ -1,4 +1,5 @@
-"""Result mapping (spec §1.13.6–8): structured content, text, caps and summaries."""
+"""Result mapping (spec §1.13.6–8, decision 0015): blocks as the server sent them, structured
+content beside them, the cap, the short text, errors and their summaries."""
 
 from __future__ import annotations
 
@@ -7,8 +8,12 @@ from typing import Any
 
 import pytest
 
-from agentrt_proxy.mcp.outcomes import Refused, Result
-from agentrt_proxy.mcp.results import TRUNCATION_MARKER, cap_text, map_result
+from agentrt_proxy.canonical import policy_text, to_python
+from agentrt_proxy.canonical.schema_form import encode_string
+from agentrt_proxy.mcp.outcomes import CALL_TOOL_RESULT, Refused, Result
+from agentrt_proxy.mcp.result_cap import MARKER_ROOM
+from agentrt_proxy.mcp.results import ERROR_TEXT_BYTES, TRUNCATION_MARKER, cap_text, map_result, mapped_text
+from agentrt_proxy.upstream import known_answer_pattern
 
 
 def mapped(result: Any, cap: int = 65536, server: str = "fs", remote: str = "t", raw: str | None = None) -> Any:
@@ -16,38 +21,230 @@ def mapped(result: Any, cap: int = 65536, server: str = "fs", remote: str = "t",
     return map_result(server, remote, json.loads(text)["result"], text, cap)
 
 
-def test_structured_and_text_results() -> None:  # TestCall_StructuredAndTextResults
-    out = mapped({"content": [], "structuredContent": {"ok": True, "lines": 2}}, remote="structured")
-    assert isinstance(out, Result)
-    assert out.text == '{"lines":2,"ok":true}' and out.summary == "fs/structured: 21 bytes"
-    blocks = [
-        {"type": "text", "text": "first"},
-        {"type": "image", "data": "AA==", "mimeType": "image/png"},
-        {"type": "text", "text": "last"},
-    ]
-    out = mapped({"content": blocks})
-    assert out.content == "first\n[image omitted]\nlast" and not out.truncated
+def recorded_size(out: Result) -> int:
+    """The recorded whole's size in its canonical form (what the cap counts)."""
+    return len(policy_text(out.content).encode("utf-8"))
 
 
-def test_every_non_text_block_has_its_placeholder() -> None:
-    kinds = ["audio", "resource_link", "resource", "weird"]
-    out = mapped({"content": [{"type": k} for k in kinds]})
-    assert out.text == "[audio omitted]\n[resource link omitted]\n[embedded resource omitted]\n[content omitted]"
+# ------------------------------------------------------------------ every block kind, unchanged
+
+ANNOTATIONS = {"audience": ["user", "assistant"], "priority": 0.25, "lastModified": "2026-01-02T03:04:05Z"}
+META = {"vendor/trace": "abc", "n": 7}
+BLOCKS: dict[str, dict[str, Any]] = {
+    "text": {"type": "text", "text": "hello sandbox\n"},
+    "image": {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"},
+    "audio": {"type": "audio", "data": "UklGRg==", "mimeType": "audio/wav"},
+    "resource": {
+        "type": "resource",
+        "resource": {"uri": "test://static/resource/1", "mimeType": "text/plain", "text": "Resource 1", "_meta": META},
+    },
+    "resource blob": {
+        "type": "resource",
+        "resource": {"uri": "test://static/resource/2", "mimeType": "application/octet-stream", "blob": "AAECAw=="},
+    },
+    "resource_link": {
+        "type": "resource_link",
+        "uri": "file:///srv/a.txt",
+        "name": "a.txt",
+        "title": "A",
+        "mimeType": "text/plain",
+        "size": 1234,
+        "icons": [{"src": "https://example.org/a.png", "sizes": ["48x48"]}],
+    },
+    "a kind from a later revision": {"type": "hologram", "frames": [1, 2, 3]},
+}
+PLACEHOLDERS = {
+    "text": "hello sandbox\n",
+    "image": "[image image/png, 8 bytes]",
+    "audio": "[audio audio/wav, 4 bytes]",
+    "resource": "[resource test://static/resource/1, text/plain, 10 bytes]",
+    "resource blob": "[resource test://static/resource/2, application/octet-stream, 4 bytes]",
+    "resource_link": "[resource link file:///srv/a.txt]",
+    "a kind from a later revision": "[hologram content]",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(BLOCKS))
+@pytest.mark.parametrize("extra", ["bare", "annotations", "_meta", "both"])
+def test_every_block_kind_is_recorded_as_the_server_sent_it(kind: str, extra: str) -> None:
+    block = dict(BLOCKS[kind])
+    if extra in ("annotations", "both"):
+        block["annotations"] = ANNOTATIONS
+    if extra in ("_meta", "both"):
+        block["_meta"] = META
+    out = mapped({"content": [{"type": "text", "text": "before"}, block, {"type": "text", "text": "after"}]})
+    assert isinstance(out, Result) and out.form == CALL_TOOL_RESULT and not out.truncated and not out.is_error
+    assert to_python(out.content) == {
+        "content": [{"type": "text", "text": "before"}, block, {"type": "text", "text": "after"}]
+    }
+    assert out.text == f"before\n{PLACEHOLDERS[kind]}\nafter"
+    assert out.summary == f"fs/t: {recorded_size(out)} bytes"
+
+
+def test_the_blocks_keep_their_order_and_their_number_literals() -> None:
+    raw = (
+        '{"content":[{"type":"resource_link","uri":"u","name":"n","size":123456789012345678901},'
+        '{"type":"text","text":"x","annotations":{"priority":0.1}},{"type":"image","data":"AA==","mimeType":"image/gif"}]}'
+    )
+    out = mapped(None, raw=raw)
+    assert [block["type"] for block in out.content["content"]] == ["resource_link", "text", "image"]
+    assert '"size":123456789012345678901' in policy_text(out.content)
+    assert '"priority":0.1' in policy_text(out.content)
+
+
+def test_structured_content_is_recorded_beside_the_servers_text_never_instead_of_it() -> None:
+    # The filesystem server's read_text_file: before 0015 the host got {"content":"hello sandbox\n"}.
+    out = mapped(
+        {"content": [{"type": "text", "text": "hello sandbox\n"}], "structuredContent": {"content": "hello sandbox\n"}}
+    )
+    assert to_python(out.content) == {
+        "content": [{"type": "text", "text": "hello sandbox\n"}],
+        "structuredContent": {"content": "hello sandbox\n"},
+    }
+    assert out.text == "hello sandbox\n"
+    only = mapped({"content": [], "structuredContent": {"ok": True, "lines": 2}})
+    assert only.content["content"] == [] and only.text == '{"lines":2,"ok":true}'  # no blocks: the JSON is the text
+
+
+def test_structured_content_keeps_its_numbers() -> None:  # TestCall_StructuredContentKeepsItsNumbers
+    raw = (
+        '{"content":[],"structuredContent":'
+        '{"s":"<b>","n":9007199254740993,"id":123456789012345678901234567890,"f":0.1}}'
+    )
+    out = mapped(None, raw=raw)
+    assert policy_text(out.content["structuredContent"]) == (
+        '{"f":0.1,"id":1.2345678901234567890123456789e+29,"n":9007199254740993,"s":"<b>"}'
+    )
+
+
+def test_the_results_own_meta_is_recorded_as_sent_and_a_non_object_meta_is_not() -> None:
+    out = mapped({"content": [], "_meta": {"gate/outcome": "PENDING_APPROVAL", "vendor/x": 1}})
+    assert to_python(out.content["_meta"]) == {"gate/outcome": "PENDING_APPROVAL", "vendor/x": 1}  # the record keeps it
+    assert "_meta" not in mapped({"content": [], "_meta": "nope"}).content
+
+
+def test_a_missing_or_null_content_records_no_blocks_and_a_null_structured_content_is_ignored() -> None:
+    assert mapped({}).content == {"content": []}
+    assert mapped({"content": None}).content == {"content": []}
+    out = mapped({"content": [{"type": "text", "text": "hi"}], "structuredContent": None})
+    assert "structuredContent" not in out.content and out.text == "hi"
+
+
+def test_a_repeated_member_counts_once_as_the_decoder_reads_it() -> None:
+    out = mapped(None, raw='{"content":[{"type":"text","text":"first"}],"content":[{"type":"text","text":"last"}]}')
+    assert out.content["content"] == [{"type": "text", "text": "last"}]
+
+
+@pytest.mark.parametrize(
+    ("raw", "reason"),
+    [
+        ('{"content":[],"structuredContent":{"a":1,"a":2}}', 'duplicate key "a"'),
+        ('{"content":[],"structuredContent":{"nested":' + "[" * 300 + "]" * 300 + "}}", "256"),
+        ('{"content":"not an array"}', "the result's content is not an array"),
+        ('"not an object"', "the result is not a JSON object"),
+    ],
+)
+def test_a_result_failing_the_boundary_is_refused(raw: str, reason: str) -> None:
+    out = mapped(None, raw=raw)
+    assert isinstance(out, Refused) and reason in out.reason
+
+
+# ------------------------------------------------------------------ the cap
+
+
+def big_result() -> dict[str, Any]:
+    return {
+        "content": [
+            {"type": "text", "text": "x" * 5000},
+            {"type": "image", "data": "A" * 3000, "mimeType": "image/png"},
+            {"type": "text", "text": "tail"},
+        ],
+        "structuredContent": {"k": "v" * 100},
+        "_meta": {"m": "w" * 50},
+    }
+
+
+def test_a_result_within_the_cap_is_kept_whole() -> None:
+    out = mapped(big_result(), cap=100_000)
+    assert not out.truncated and to_python(out.content) == big_result()
+    exact = recorded_size(out)
+    assert not mapped(big_result(), cap=exact).truncated
+    assert mapped(big_result(), cap=exact - 1).truncated
+
+
+def test_a_capped_result_keeps_its_structured_content_first_cuts_text_and_says_so_last() -> None:
+    out = mapped(big_result(), cap=3000)
+    blocks = out.content["content"]
+    assert out.truncated and out.summary == f"fs/t: {recorded_size(out)} bytes, truncated"
+    assert recorded_size(out) <= 3000
+    assert out.content["structuredContent"] == {"k": "v" * 100}  # a validating host needs it
+    assert blocks[0]["type"] == "text" and blocks[0]["text"] == "x" * len(blocks[0]["text"]) and blocks[0]["text"]
+    assert blocks[-1] == {
+        "type": "text",
+        "text": "[truncated: this result is 8315 bytes, over the proxy's limit of 3000 bytes (max_result_bytes): "
+        "0 of 3 content blocks kept whole, 1 cut, 2 left out; the _meta left out]",
+    }
+    assert len(blocks) == 2
+
+
+def test_a_block_too_big_is_left_out_and_a_later_one_still_fits() -> None:
+    result = {
+        "content": [{"type": "image", "data": "A" * 5000, "mimeType": "image/png"}, {"type": "text", "text": "ok"}]
+    }
+    out = mapped(result, cap=2000)
+    assert out.content["content"][0] == {"type": "text", "text": "ok"}  # the image before it is left out
+    assert "1 of 2 content blocks kept whole, 1 left out" in out.content["content"][-1]["text"]
+    assert out.text.startswith("ok\n[truncated: ")
+
+
+@pytest.mark.parametrize("cap", [MARKER_ROOM + 14, 500, 777, 1024, 2048, 4000, 6000, 8000, 8314])
+def test_a_capped_result_never_exceeds_the_cap(cap: int) -> None:
+    for result in (big_result(), {"content": [{"type": "text", "text": "é\u2028\x01" * 3000}]}):
+        out = mapped(result, cap=cap)
+        assert out.truncated and recorded_size(out) <= cap, cap
+        assert out.content["content"][-1]["text"].startswith("[truncated: ")
+
+
+# ------------------------------------------------------------------ the short text
+
+
+def test_the_short_text_is_bounded() -> None:
+    blocks = [{"type": "text", "text": "a" * 40}, {"type": "image", "data": "AA==", "mimeType": "image/png"}] * 10
+    text = mapped_text(blocks, limit=100)
+    assert len(text) == 100 and text.startswith("a" * 40 + "\n[image image/png, 1 bytes]\n")
+    assert mapped_text("not a list") == "" and mapped_text([7, {"no": "type"}]) == "[content]\n[content]"
+
+
+# ------------------------------------------------------------------ errors
 
 
 def test_an_is_error_result_carries_its_summary_and_text() -> None:
     out = mapped(
         {"content": [{"type": "text", "text": "card declined for jo"}], "isError": True}, server="bank", remote="pay"
     )
-    assert isinstance(out, Result) and out.is_error
+    assert isinstance(out, Result) and out.is_error and out.form == ""
     assert out.error_text == "bank/pay: 22 bytes, error: card declined for jo"
+    assert known_answer_pattern("bank", "pay", "bank_pay").match(out.error_text)
 
 
-def test_oversized_content_is_truncated() -> None:  # TestCall_OversizedContentIsTruncated
-    out = mapped({"content": [{"type": "text", "text": "x" * 1000}]}, cap=64, remote="read_file")
+def test_an_is_error_result_names_its_other_blocks_and_falls_back_to_its_structured_content() -> None:
+    out = mapped({"content": [{"type": "image", "data": "AAAA", "mimeType": "image/png"}], "isError": True})
+    assert out.error_text == "fs/t: 28 bytes, error: [image image/png, 3 bytes]"
+    out = mapped({"content": [], "structuredContent": {"code": 7}, "isError": True})
+    assert out.text == '{"code":7}'
+
+
+def test_an_oversized_error_is_truncated_at_the_error_bound() -> None:  # TestCall_OversizedContentIsTruncated
+    out = mapped({"content": [{"type": "text", "text": "x" * 1000}], "isError": True}, cap=64, remote="read_file")
     assert out.text == "x" * 49 + TRUNCATION_MARKER
     assert len(json.dumps(out.text)) == 64 and out.truncated
     assert out.summary == "fs/read_file: 64 bytes, truncated"
+    assert known_answer_pattern("fs", "read_file", "fs_read_file").match(out.error_text)
+    huge = mapped({"content": [{"type": "text", "text": "y" * (2 * ERROR_TEXT_BYTES)}], "isError": True}, cap=1 << 23)
+    assert len(encode_string(huge.text).encode()) <= ERROR_TEXT_BYTES and huge.truncated
+
+
+# ------------------------------------------------------------------ cap_text
 
 
 def test_the_cap_counts_encoded_bytes() -> None:  # TestCall_CapCountsEncodedBytes
@@ -65,8 +262,6 @@ def test_the_cap_counts_encoded_bytes() -> None:  # TestCall_CapCountsEncodedByt
     "source", ["", "x" * 300, "\x01" * 50, "世界" * 80, 'a"b\\c' * 40, "é\n\t" * 70, "\u2028" * 60]
 )
 def test_cap_text_never_exceeds_the_cap(source: str) -> None:  # TestCapText_NeverExceedsTheCap
-    from agentrt_proxy.canonical.schema_form import encode_string
-
     marker_len = len(encode_string(TRUNCATION_MARKER).encode())
     for cap in range(200):
         text, truncated = cap_text(source, cap)
@@ -83,38 +278,3 @@ def test_cap_text_never_exceeds_the_cap(source: str) -> None:  # TestCapText_Nev
             assert len(encode_string(longer).encode()) > max(cap, marker_len)  # the longest prefix that fits
         else:
             assert text == source and size <= cap
-
-
-def test_oversized_structured_content_falls_back_to_text() -> None:
-    # TestCall_OversizedStructuredContentFallsBackToText
-    big = {"k": "v" * 200}  # 208 bytes in the canonical form
-    text_blocks = [{"type": "text", "text": "twelve chars"}]
-    out = mapped({"content": text_blocks, "structuredContent": big}, cap=100, remote="with_text")
-    assert out.summary == "fs/with_text: 14 bytes, truncated, structured content of 208 bytes dropped for the text"
-    out = mapped({"content": [], "structuredContent": big}, cap=100, remote="only")
-    assert out.text == "[structured content dropped: too large]" and "dropped" in out.summary
-    out = mapped({"content": [], "structuredContent": {"k": 1}}, cap=100, remote="small")
-    assert out.summary == "fs/small: 7 bytes" and out.content == {"k": "1"}
-
-
-def test_structured_content_keeps_its_numbers() -> None:  # TestCall_StructuredContentKeepsItsNumbers
-    raw = (
-        '{"content":[],"structuredContent":'
-        '{"s":"<b>","n":9007199254740993,"id":123456789012345678901234567890,"f":0.1}}'
-    )
-    out = mapped(None, raw=raw)
-    assert out.text == '{"f":0.1,"id":1.2345678901234567890123456789e+29,"n":9007199254740993,"s":"<b>"}'
-
-
-def test_structured_content_failing_the_boundary_is_refused() -> None:
-    out = mapped(None, raw='{"content":[],"structuredContent":{"a":1,"a":2}}')
-    assert isinstance(out, Refused) and "duplicate key" in out.reason and out.raw == b'{"a":1,"a":2}'
-    deep = "[" * 300 + "]" * 300
-    out = mapped(None, raw='{"content":[],"structuredContent":{"nested":' + deep + "}}")
-    assert isinstance(out, Refused) and "256" in out.reason
-    assert isinstance(mapped(None, raw='"not an object"'), Refused)
-
-
-def test_a_null_structured_content_is_ignored() -> None:
-    out = mapped({"content": [{"type": "text", "text": "hi"}], "structuredContent": None})
-    assert out.text == "hi" and out.summary == "fs/t: 4 bytes"

@@ -46,7 +46,7 @@ def install_example(example: Path, home: Path) -> Path:
 
 def test_there_are_examples() -> None:
     names = {p.relative_to(EXAMPLES).as_posix() for p in PROXY_CONFIGS}
-    assert {"filesystem/proxy.json", "http/proxy.json", "tokens/proxy.json"} <= names
+    assert {"filesystem/proxy.json", "http/proxy.json", "tokens/proxy.json", "media/proxy.json"} <= names
     assert (EXAMPLES / "rules.json").is_file()
     hosts = {p.name for p in HOST_JSON}
     assert {"claude_desktop_config.json", "claude-code.mcp.json", "vscode.mcp.json", "cursor.mcp.json"} <= hosts
@@ -76,6 +76,15 @@ def test_filesystem_example_says_what_the_readme_says(tmp_path: Path) -> None:
     assert fs.rules["write_file"].side_effect == "local_mutation"
     assert fs.rules["read_text_file"].side_effect == "read_only"
     assert "read_media_file" not in fs.rules  # left unclassified on purpose
+
+
+def test_media_example_caps_results_at_four_mebibytes_and_reads_images(tmp_path: Path) -> None:
+    loaded = config.load_config(install_example(EXAMPLES / "media" / "proxy.json", tmp_path))
+    assert loaded.max_result_bytes == 4 * 1024 * 1024  # the README's worked example: an image through the proxy
+    (fs,) = loaded.servers
+    assert fs.command is not None and fs.command[-1] == str(tmp_path / "pictures")
+    assert fs.rules["read_media_file"].side_effect == "read_only"
+    assert {rule.side_effect for rule in fs.rules.values()} == {"read_only"}
 
 
 def test_http_example_is_a_streamable_http_server(tmp_path: Path) -> None:

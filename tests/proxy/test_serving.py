@@ -76,9 +76,19 @@ async def test_only_classified_tools_and_the_status_tool_are_listed(tmp_path: Pa
         listed = (await h.client.list_tools()).tools
         assert [t.name for t in listed] == ["bank_balance", "bank_pay", "gate_status"]
         for tool in listed:
-            assert tool.output_schema is None
-            assert tool.annotations is None
+            assert tool.output_schema is None  # the bank declares none
         by_name = {t.name: t for t in listed}
+        # The proxy's own annotations, from the operator's classes (the bank claims readOnlyHint for
+        # balance and destructiveHint false for pay: never passed on as claims of the proxy).
+        hints = {n: t.annotations.model_dump(exclude_none=True, by_alias=True) for n, t in by_name.items()}
+        cautious = {"idempotentHint": False, "openWorldHint": True}
+        assert hints == {
+            "bank_balance": {"readOnlyHint": True, "destructiveHint": False, **cautious},
+            "bank_pay": {"readOnlyHint": False, "destructiveHint": False, **cautious},
+            "gate_status": {
+                "readOnlyHint": True, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False,
+            },
+        }
         assert by_name["bank_balance"].description == "The operator's own words about balances."
         pay_props = by_name["bank_pay"].input_schema["properties"]
         assert "amount" in pay_props

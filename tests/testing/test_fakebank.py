@@ -51,7 +51,8 @@ async def test_the_sdk_client_connects_fast_lists_and_pays(tmp_path: Path, mode:
         assert balance.annotations is not None and balance.annotations.read_only_hint is True
         pay = next(t for t in tools.tools if t.name == "pay")
         assert pay.annotations is not None and pay.annotations.destructive_hint is False
-        assert pay.input_schema["properties"]["mode"]["enum"] == ["slow", "block", "error", "structured", "deep"]
+        modes = ["slow", "block", "error", "structured", "deep", "blocks"]
+        assert pay.input_schema["properties"]["mode"]["enum"] == modes
 
         result = await client.call_tool("balance", {"account": "a1"})
         assert texts(result) == ["account a1 holds 120.00 EUR"]

@@ -1,0 +1,101 @@
+"""What the host is shown of a tool beside its name, description and input schema.
+
+``title``, ``icons`` and ``outputSchema`` come from the server's live listing (they are not
+pinned: see docs/decisions/0015). Each is passed only in a shape every host accepts, since a
+host that parses the listing strictly (the TypeScript SDK's client does) refuses the whole
+listing for one malformed tool: a title is a string, an icon an object with a string ``src``
+(``mimeType`` a string, ``sizes`` strings, ``theme`` light or dark), an output schema a JSON
+object whose ``type`` is ``"object"`` (what revisions up to 2025-11-25 require). Anything else
+is left out, never repaired.
+
+``annotations`` are the proxy's own, from the operator's classification, never the server's
+claims: ``readOnlyHint`` only for ``read_only``, ``destructiveHint`` only for ``destructive``;
+the classification says nothing of idempotence or of an open world, so those two say the
+specification's cautious defaults (not idempotent, open world).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from agentrt_proxy.canonical import schema_form
+from agentrt_proxy.config import READ_ONLY
+
+__all__ = ["ToolDisplay", "annotations_for", "display_of"]
+
+DESTRUCTIVE = "destructive"
+MAX_ICONS = 16
+_THEMES = ("light", "dark")
+
+
+@dataclass(frozen=True)
+class ToolDisplay:
+    """The listing's ``title``, ``icons`` and ``outputSchema`` (its canonical schema form), each
+    ``None`` when the server gave none usable."""
+
+    title: str | None = None
+    icons: tuple[dict[str, Any], ...] | None = None
+    output_schema: str | None = None
+
+    def fields(self) -> dict[str, Any]:
+        """``title`` and ``icons`` as the host's listing carries them (the output schema, JSON
+        text, is spliced in by the caller, which holds the wire's raw-JSON type)."""
+        out: dict[str, Any] = {}
+        if self.title is not None:
+            out["title"] = self.title
+        if self.icons:
+            out["icons"] = [dict(icon) for icon in self.icons]
+        return out
+
+
+def _icon(value: Any) -> dict[str, Any] | None:
+    if not isinstance(value, dict) or not isinstance(value.get("src"), str) or not value["src"]:
+        return None
+    icon: dict[str, Any] = {"src": value["src"]}
+    if isinstance(value.get("mimeType"), str):
+        icon["mimeType"] = value["mimeType"]
+    sizes = value.get("sizes")
+    if isinstance(sizes, list) and all(isinstance(size, str) for size in sizes):
+        icon["sizes"] = list(sizes)
+    if value.get("theme") in _THEMES:
+        icon["theme"] = value["theme"]
+    return icon
+
+
+def _output_schema(value: Any) -> str | None:
+    if not isinstance(value, dict) or value.get("type") != "object":
+        return None
+    try:  # decoded by the wire with Python's json: a huge exponent is an infinity, not JSON
+        text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+        return schema_form.canonical_schema(text).decode("utf-8")
+    except (ValueError, schema_form.SchemaFormError):
+        return None
+
+
+def display_of(decoded: Mapping[str, Any]) -> ToolDisplay:
+    """The usable ``title``, ``icons`` and ``outputSchema`` of one decoded listed tool."""
+    title = decoded.get("title")
+    if not isinstance(title, str):
+        annotations = decoded.get("annotations")
+        # Display precedence is title, then annotations.title: the second is a name, not a claim.
+        title = annotations.get("title") if isinstance(annotations, dict) else None
+    icons = decoded.get("icons")
+    kept = [icon for icon in (_icon(value) for value in icons[:MAX_ICONS]) if icon] if isinstance(icons, list) else []
+    return ToolDisplay(
+        title=title if isinstance(title, str) else None,
+        icons=tuple(kept) or None,
+        output_schema=_output_schema(decoded.get("outputSchema")),
+    )
+
+
+def annotations_for(side_effect: str) -> dict[str, bool]:
+    """The proxy's own annotations of a tool the operator classified as ``side_effect``."""
+    return {
+        "readOnlyHint": side_effect == READ_ONLY,
+        "destructiveHint": side_effect == DESTRUCTIVE,
+        "idempotentHint": False,
+        "openWorldHint": True,
+    }

@@ -1,0 +1,193 @@
+"""Real servers' results through the real program, compared with a direct connection
+(issue 13, "shows that it holds"; decision 0015): the npm everything server's image, resource
+and structured tools and the npm filesystem server's ``read_media_file`` on a PNG reach an SDK
+host with the same blocks and base64 bytes; the listing shows the servers' titles, icons and
+output schemas and the proxy's own annotations; ``max_result_bytes`` caps what is answered and
+recorded.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import sqlite3
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+from mcp import Client, StdioServerParameters
+
+from agentrt_proxy.testing.fakebank import TINY_PNG
+from tests.conftest import run_program
+from tests.program.test_node_peers import node_bin, node_modules
+
+pytestmark = [pytest.mark.program, pytest.mark.timeout(180)]
+
+READ = {"side_effect": "read_only", "timeout": "10s"}
+EVERYTHING_CALLS: list[tuple[str, dict[str, Any]]] = [
+    ("get-tiny-image", {}),
+    ("get-resource-reference", {"resourceType": "Text", "resourceId": 2}),
+    ("get-resource-reference", {"resourceType": "Blob", "resourceId": 3}),
+    ("get-resource-links", {"count": 4}),
+    ("get-structured-content", {"location": "Chicago"}),
+]
+PROXY_ANNOTATIONS = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": False, "openWorldHint": True}
+
+
+def everything_command() -> list[str]:
+    node, modules = node_bin(), node_modules()
+    server = modules / "@modelcontextprotocol" / "server-everything" / "dist" / "index.js"
+    if not server.is_file():
+        pytest.skip("@modelcontextprotocol/server-everything is not installed: run scripts/setup-node.sh")
+    return [node, str(server), "stdio"]
+
+
+def filesystem_command(sandbox: Path) -> list[str]:
+    node, modules = node_bin(), node_modules()
+    return [node, str(modules / "@modelcontextprotocol" / "server-filesystem" / "dist" / "index.js"), str(sandbox)]
+
+
+def write_config(tmp_path: Path, **top: Any) -> tuple[Path, Path]:
+    proxy_dir, sandbox = tmp_path / "proxy", tmp_path / "sandbox"
+    proxy_dir.mkdir()
+    sandbox.mkdir()
+    (sandbox / "pixel.png").write_bytes(base64.b64decode(TINY_PNG))
+    document = {
+        "database": "proxy.db",
+        "session": "media",
+        "hold": "0s",
+        "policy": {"local_mutation": "require_approval"},
+        "servers": [
+            {
+                "name": "every",
+                "command": everything_command(),
+                "manifest": "every.manifest.json",
+                "rules": {name: READ for name, _ in EVERYTHING_CALLS},
+            },
+            {
+                "name": "fs",
+                "command": filesystem_command(sandbox),
+                "manifest": "fs.manifest.json",
+                "rules": {
+                    "read_media_file": READ,
+                    "write_file": {"side_effect": "local_mutation", "timeout": "10s", "allow_hint_mismatch": True},
+                },
+            },
+        ],
+        **top,
+    }
+    config = proxy_dir / "proxy.json"
+    config.write_text(json.dumps(document, indent=2))
+    config.chmod(0o600)
+    assert run_program(["pin", "-config", str(config)]).returncode == 0
+    return config, sandbox
+
+
+def proxied(config: Path, program_argv: list[str], program_env: dict[str, str]) -> StdioServerParameters:
+    return StdioServerParameters(
+        command=program_argv[0], args=[*program_argv[1:], "serve", "-config", str(config)], env=program_env
+    )
+
+
+def direct(command: list[str]) -> StdioServerParameters:
+    return StdioServerParameters(command=command[0], args=command[1:])
+
+
+_CREATED = re.compile(r"created at [^\"]*$")
+
+
+def comparable(result: Any) -> dict[str, Any]:
+    """The result as a host holds it, minus the clock: the everything server stamps each
+    resource it makes with the time (in its text, or inside its base64 blob)."""
+    blocks = []
+    for block in result.content:
+        dumped = block.model_dump(by_alias=True, exclude_none=True)
+        resource = dumped.get("resource")
+        if isinstance(resource, dict) and "text" in resource:
+            resource["text"] = _CREATED.sub("created at T", resource["text"])
+        if isinstance(resource, dict) and "blob" in resource:
+            resource["blob"] = _CREATED.sub("created at T", base64.b64decode(resource["blob"]).decode())
+        blocks.append(dumped)
+    return {"content": blocks, "structured": result.structured_content, "is_error": result.is_error}
+
+
+async def call_all(params: StdioServerParameters, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+    async with Client(params, mode="legacy") as client:
+        return [await client.call_tool(name, arguments) for name, arguments in calls]
+
+
+@pytest.mark.anyio
+async def test_the_everything_and_filesystem_servers_results_reach_the_host_as_a_direct_connection_gets_them(
+    tmp_path: Path, program_argv: list[str], program_env: dict[str, str]
+) -> None:
+    config, sandbox = write_config(tmp_path)
+    media = ("read_media_file", {"path": str(sandbox / "pixel.png")})
+    with anyio.fail_after(120):
+        through = await call_all(
+            proxied(config, program_argv, program_env),
+            [(f"every_{name}", arguments) for name, arguments in EVERYTHING_CALLS] + [(f"fs_{media[0]}", media[1])],
+        )
+        alone = await call_all(direct(everything_command()), EVERYTHING_CALLS)
+        alone += await call_all(direct(filesystem_command(sandbox)), [media])
+    for (name, _), via_proxy, straight in zip([*EVERYTHING_CALLS, media], through, alone, strict=True):
+        assert comparable(via_proxy) == comparable(straight), name
+    image = next(block for block in through[0].content if block.type == "image")
+    assert image.data == next(block.data for block in alone[0].content if block.type == "image")  # the same bytes
+    assert [block.type for block in through[3].content] == ["text"] + ["resource_link"] * 4
+    assert through[4].structured_content == {"temperature": 36, "conditions": "Light rain / drizzle", "humidity": 82}
+    (png,) = [block for block in through[5].content if block.type == "image"]
+    assert base64.b64decode(png.data) == base64.b64decode(TINY_PNG) and png.mime_type == "image/png"
+
+
+@pytest.mark.anyio
+async def test_the_host_lists_the_servers_titles_and_output_schemas_and_the_proxys_own_annotations(
+    tmp_path: Path, program_argv: list[str], program_env: dict[str, str]
+) -> None:
+    config, sandbox = write_config(tmp_path)
+    with anyio.fail_after(120):
+        async with Client(proxied(config, program_argv, program_env), mode="legacy") as client:
+            listed = {tool.name: tool for tool in (await client.list_tools()).tools}
+            # fs write_file declares an outputSchema and needs an approval: a validating host (this
+            # SDK's client) would refuse PENDING_APPROVAL as a result, so it comes as an error.
+            write = await client.call_tool("fs_write_file", {"path": str(sandbox / "new.txt"), "content": "x"})
+        async with Client(direct(everything_command()), mode="legacy") as client:
+            servers = {tool.name: tool for tool in (await client.list_tools()).tools}
+        async with Client(direct(filesystem_command(sandbox)), mode="legacy") as client:
+            servers |= {tool.name: tool for tool in (await client.list_tools()).tools}
+    for name, server in servers.items():
+        shown = listed.get(f"every_{name}") or listed.get(f"fs_{name}")
+        if shown is None:
+            continue  # not classified: not offered
+        assert shown.title == server.title and shown.title, name
+        assert shown.icons == server.icons, name
+        assert shown.output_schema == server.output_schema, name
+        side_effect = "local_mutation" if name == "write_file" else "read_only"
+        assert shown.annotations is not None
+        hints = shown.annotations.model_dump(by_alias=True, exclude_none=True)
+        assert hints == {**PROXY_ANNOTATIONS, "readOnlyHint": side_effect == "read_only"}, name
+    assert servers["get-structured-content"].annotations.open_world_hint is False  # the server's claim, not passed
+    assert listed["every_get-structured-content"].output_schema is not None
+    assert write.is_error and write.content[0].text.startswith("PENDING_APPROVAL:")
+    assert (write.meta or {}).get("gate/outcome") == "PENDING_APPROVAL"
+    assert not (sandbox / "new.txt").exists()
+
+
+@pytest.mark.anyio
+async def test_max_result_bytes_caps_what_the_host_gets_and_what_is_recorded(
+    tmp_path: Path, program_argv: list[str], program_env: dict[str, str]
+) -> None:
+    config, _ = write_config(tmp_path, max_result_bytes=1024)
+    with anyio.fail_after(120):
+        (result,) = await call_all(proxied(config, program_argv, program_env), [("every_get-tiny-image", {})])
+    texts = [block.text for block in result.content if block.type == "text"]
+    assert [block.type for block in result.content] == ["text", "text", "text"]  # the 5 KB image left out
+    assert texts[:2] == ["Here's the image you requested:", "The image above is the MCP logo."]
+    assert texts[2].startswith("[truncated: this result is ") and "limit of 1024 bytes (max_result_bytes)" in texts[2]
+    assert "2 of 3 content blocks kept whole, 1 left out" in texts[2]
+    with sqlite3.connect(config.parent / "proxy.db") as db:
+        (observation,) = [json.loads(row[0]) for row in db.execute("SELECT observation_json FROM steps")]
+    assert observation["summary"].endswith(", truncated") and observation["form"] == "call_tool_result"
+    assert observation["content"]["content"][-1]["text"] == texts[2]
+    assert len(json.dumps(observation["content"], separators=(",", ":")).encode()) <= 1024
