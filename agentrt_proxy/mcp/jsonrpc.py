@@ -11,6 +11,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
+from agentrt_proxy.errors import InvalidValue
 from agentrt_proxy.mcp.spans import SpanError, iter_members, top_level_id
 
 __all__ = [
@@ -123,7 +124,7 @@ class RawJSON:
         return f"RawJSON({self.text!r})"
 
 
-class _NotJSON(ValueError):
+class _NotJSON(InvalidValue):
     """NaN or Infinity: not JSON, unlike a number past the decoder's digit limit (which is)."""
 
 

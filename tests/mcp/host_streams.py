@@ -84,9 +84,12 @@ class Host:
         self.sink = Sink()
         self.tools = CountingTools()
         self.session = ServerSession(
-            self.pipe, self.sink, self.tools, {"name": "gated-tools", "version": "1"},
+            self.pipe,
+            self.sink,
+            self.tools,
+            {"name": "gated-tools", "version": "1"},
             max_message_bytes=max_message_bytes,
-        )  # fmt: skip
+        )
 
     async def send(self, *chunks: bytes) -> None:
         for chunk in chunks:

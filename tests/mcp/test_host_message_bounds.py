@@ -55,7 +55,10 @@ async def test_a_line_over_the_bound_is_answered_by_its_id_before_it_ends_and_ru
         msgs = await host.wait_for(3)
         await host.close()
     got = {m["id"]: m for m in msgs}
-    assert got["big"]["error"] == {"code": -32600, "message": f"the message is larger than {MAX_HOST_MESSAGE_BYTES} bytes"}
+    assert got["big"]["error"] == {
+        "code": -32600,
+        "message": f"the message is larger than {MAX_HOST_MESSAGE_BYTES} bytes",
+    }
     assert got["after"]["result"] == {}  # the rest of the long line was dropped, the next line served
     assert host.tools.executed == []
     assert len(msgs) == 3
@@ -94,7 +97,9 @@ async def test_an_unterminated_oversized_last_line_is_answered_once_at_the_end_o
 
 async def test_a_request_with_an_integer_past_the_digit_limit_is_answered_by_its_id() -> None:
     huge = "9" * 5000  # valid JSON; Python's int() refuses more than 4300 digits
-    text = '{"jsonrpc":"2.0","id":"digits","method":"tools/call","params":{"name":"echo","arguments":{"n":' + huge + "}}}"
+    text = (
+        '{"jsonrpc":"2.0","id":"digits","method":"tools/call","params":{"name":"echo","arguments":{"n":' + huge + "}}}"
+    )
     host = Host()
     got = await answers_to(host, text.encode() + b"\n" + PING_AFTER, count=2)
     assert got["digits"]["error"]["code"] == -32600
@@ -106,7 +111,9 @@ async def test_a_request_with_an_integer_past_the_digit_limit_is_answered_by_its
 @pytest.mark.parametrize("written", ["null", "true", "1.5"])
 async def test_a_deep_request_whose_id_is_invalid_is_answered_with_id_null_never_another_id(written: str) -> None:
     deep = "[" * 5000 + "]" * 5000
-    text = '{"jsonrpc":"2.0","id":' + written + ',"method":"tools/call","params":{"name":"echo","arguments":' + deep + "}}"
+    text = (
+        '{"jsonrpc":"2.0","id":' + written + ',"method":"tools/call","params":{"name":"echo","arguments":' + deep + "}}"
+    )
     host = Host()
     got = await answers_to(host, text.encode() + b"\n" + PING_AFTER, count=2)
     assert set(got) == {None, "after"}  # before: answered as id "method" (null, true) or 1 (1.5)

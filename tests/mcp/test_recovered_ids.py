@@ -24,7 +24,9 @@ def test_an_id_that_is_not_a_string_or_an_integer_is_read_as_none_and_not_as_the
     assert top_level_id(text) is None
 
 
-@pytest.mark.parametrize(("written", "read"), [("7", 7), ("-0", 0), ('"a\\"b"', 'a"b'), ("12345678901234567890", 12345678901234567890)])
+@pytest.mark.parametrize(
+    ("written", "read"), [("7", 7), ("-0", 0), ('"a\\"b"', 'a"b'), ("12345678901234567890", 12345678901234567890)]
+)
 def test_a_string_or_integer_id_is_read_exactly_wherever_it_stands(written: str, read: Any) -> None:
     first = '{"id":' + written + ',"method":"x","params":{"a":' + DEEP + "}}"
     last = '{"method":"x","params":{"a":' + DEEP + ',"id":9},"jsonrpc":"2.0","id":' + written + "}"
@@ -40,7 +42,9 @@ def test_the_search_for_an_id_gives_up_after_its_token_budget() -> None:
 
 json_scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text()
 json_values = st.recursive(
-    json_scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3), max_leaves=8
+    json_scalars,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
+    max_leaves=8,
 )
 
 
