@@ -213,8 +213,8 @@ def oversized_request_id(head: bytes) -> RequestId | None:
         for key, start, end in iter_members(text, 0):
             if key != "id":
                 continue
-            if end >= len(text):
-                return None  # the value runs to the cut: its digits may go on past it
+            if text[end:].lstrip(" \t\r\n")[:1] not in (",", "}"):
+                return None  # the value runs to the cut or into junk: "0." may be 0.5, "12" 123
             value = json.loads(text[start:end])
             return value if _valid_id(value) else None
     except (SpanError, ValueError):

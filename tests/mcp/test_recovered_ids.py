@@ -4,6 +4,7 @@ off at the size bound) is the id the host wrote, or none: never another request'
 from __future__ import annotations
 
 import json
+import os
 from typing import Any
 
 import pytest
@@ -52,7 +53,7 @@ def valid_id(value: Any) -> bool:
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=int(os.environ.get("FUZZ_EXAMPLES", "200")), deadline=None)
 @given(
     members=st.dictionaries(st.sampled_from(["jsonrpc", "method", "params", "x", "i", "d"]), json_values, max_size=4),
     msg_id=json_values,
@@ -69,7 +70,7 @@ def test_a_line_too_deep_to_decode_yields_its_own_id_or_none(
     assert top_level_id(text) == (msg_id if valid_id(msg_id) else None)
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=int(os.environ.get("FUZZ_EXAMPLES", "200")), deadline=None)
 @given(
     members=st.dictionaries(st.sampled_from(["jsonrpc", "method", "params", "x"]), json_values, max_size=3),
     msg_id=json_values,
@@ -88,6 +89,10 @@ def test_the_beginning_of_an_oversized_line_yields_its_own_id_or_none(
 
 def test_an_id_whose_digits_run_to_the_cut_is_not_read() -> None:
     assert oversized_request_id(b'{"jsonrpc":"2.0","id":123') is None  # it may be 1234… past the cut
+    assert oversized_request_id(b'{"jsonrpc":"2.0","id":0.') is None  # it may be 0.5
+    assert (
+        oversized_request_id(b'{"jsonrpc":"2.0","id":"r-1" ') is None
+    )  # nothing after it yet: read only what a "," or "}" closes
     assert oversized_request_id(b'{"jsonrpc":"2.0","id":123,') == 123
     assert oversized_request_id(b'{"jsonrpc":"2.0","id":"\xc3\xa9t","x":"\xc3') == "\u00e9t"  # a cut character
     assert oversized_request_id(b'{"jsonrpc":"2.0","x":"\xff","id":1,') is None  # not UTF-8: not a message
