@@ -11,7 +11,8 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
-from agentrt_proxy.mcp.spans import top_level_id
+from agentrt_proxy.errors import InvalidValue
+from agentrt_proxy.mcp.spans import SpanError, iter_members, top_level_id
 
 __all__ = [
     "INTERNAL_ERROR",
@@ -31,17 +32,23 @@ __all__ = [
     "decode_line",
     "encode",
     "error_message",
+    "oversized_request_id",
 ]
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
 MSG_TOO_DEEP = "the message is nested too deeply"
+MSG_TOO_MANY_DIGITS = "a number in the message has more digits than the decoder reads"
 MSG_NOT_INITIALIZED = "the session is not initialized: send initialize first"
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 
 RequestId = str | int
+
+# How many tokens of a line that does not decode are searched for its id: about 0.15 s at
+# most, so a hostile 16 MiB line cannot hold the event loop (and the leases) for seconds.
+ID_SCAN_TOKENS = 250_000
 
 
 @dataclass(frozen=True)
@@ -117,8 +124,12 @@ class RawJSON:
         return f"RawJSON({self.text!r})"
 
 
+class _NotJSON(InvalidValue):
+    """NaN or Infinity: not JSON, unlike a number past the decoder's digit limit (which is)."""
+
+
 def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
+    raise _NotJSON(f"{name} is not JSON")
 
 
 _DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
@@ -178,12 +189,37 @@ def decode_line(line: bytes) -> Message | Invalid | Batch | DecodeFailure | None
     try:
         obj = _DECODER.decode(text)
     except RecursionError:
-        return DecodeFailure(MSG_TOO_DEEP, top_level_id(text))
-    except ValueError as exc:
+        return DecodeFailure(MSG_TOO_DEEP, top_level_id(text, ID_SCAN_TOKENS))
+    except (json.JSONDecodeError, _NotJSON) as exc:
         return DecodeFailure(f"the message is not JSON: {exc}")
+    except ValueError:
+        # Valid JSON whose integer is past Python's digit limit: the request is answered by its id.
+        return DecodeFailure(MSG_TOO_MANY_DIGITS, top_level_id(text, ID_SCAN_TOKENS))
     if isinstance(obj, list):
         return Batch(obj, text)
     return classify(obj, text)
+
+
+def oversized_request_id(head: bytes) -> RequestId | None:
+    """The id of a message cut off at ``head`` (its beginning): read strictly, member by member,
+    so junk never yields an id; ``None`` unless a whole top-level id comes before the cut."""
+    try:
+        text = head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(head) - 3:
+            return None  # not UTF-8 before the cut: not a message
+        text = head[: exc.start].decode("utf-8")  # the cut split a character
+    try:
+        for key, start, end in iter_members(text, 0):
+            if key != "id":
+                continue
+            if text[end:].lstrip(" \t\r\n")[:1] not in (",", "}"):
+                return None  # the value runs to the cut or into junk: "0." may be 0.5, "12" 123
+            value = json.loads(text[start:end])
+            return value if _valid_id(value) else None
+    except (SpanError, ValueError):
+        pass  # the cut (or junk) before any top-level id
+    return None
 
 
 def _substitute(value: Any, raws: dict[str, str], nonce: str) -> Any:

@@ -20,7 +20,7 @@ import anyio.abc
 
 from agentrt_proxy.errors import AgentrtError
 from agentrt_proxy.mcp import jsonrpc
-from agentrt_proxy.mcp.framing import LineBuffer
+from agentrt_proxy.mcp.bounded_lines import BoundedLines, Oversized
 from agentrt_proxy.mcp.jsonrpc import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -56,6 +56,9 @@ SUPPORTED_PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-1
 LATEST_PROTOCOL_VERSION = "2025-11-25"
 BATCH_VERSION = "2025-03-26"  # the only revision that allows JSON-RPC batches
 READ_CHUNK = 1 << 16
+# The longest line the host may send. The proxy's ``max_message_bytes`` setting bounds the
+# upstream side; this is its host-side counterpart, to be wired to the same setting.
+MAX_HOST_MESSAGE_BYTES = 16 << 20
 
 
 def negotiate_version(requested: object) -> str:
@@ -135,6 +138,7 @@ class ServerSession:
         *,
         instructions: str | None = None,
         on_eof: Callable[[], Awaitable[None] | None] | None = None,
+        max_message_bytes: int = MAX_HOST_MESSAGE_BYTES,
     ) -> None:
         self._receive = receive
         self._send = send
@@ -142,6 +146,7 @@ class ServerSession:
         self._server_info = server_info
         self._instructions = instructions
         self._on_eof = on_eof
+        self._max_message_bytes = max_message_bytes
         self._write_lock = anyio.Lock()
         self._in_flight: dict[tuple[type, RequestId], CallContext] = {}
         self._ids: set[tuple[type, RequestId]] = set()  # every request not yet answered
@@ -180,7 +185,7 @@ class ServerSession:
 
     async def run(self) -> None:
         """Read until EOF, then let in-flight requests finish and their answers be written."""
-        buffer = LineBuffer()
+        buffer = BoundedLines(self._max_message_bytes)
         async with anyio.create_task_group() as tg:
             while True:
                 try:
@@ -203,7 +208,13 @@ class ServerSession:
         in flight are answered (for a stream whose ``aclose`` ends a pending read)."""
         await self._receive.aclose()
 
-    async def _dispatch_line(self, line: bytes, tg: anyio.abc.TaskGroup) -> None:
+    async def _dispatch_line(self, line: bytes | Oversized, tg: anyio.abc.TaskGroup) -> None:
+        if isinstance(line, Oversized):
+            # Never decoded: answered by the id its beginning carries (none: id null, as JSON-RPC
+            # answers a request whose id cannot be read).
+            reason = f"the message is larger than {self._max_message_bytes} bytes"
+            await self.send(jsonrpc.error(jsonrpc.oversized_request_id(line.head), INVALID_REQUEST, reason))
+            return
         decoded = jsonrpc.decode_line(line)
         if decoded is None:
             return

@@ -120,39 +120,47 @@ def find_span(text: str, path: Sequence[str | int], start: int = 0) -> tuple[int
     return begin, end
 
 
-_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:,]|-?\d+', re.DOTALL)
+# Whole scalars, so a float, ``true`` or ``null`` in the id's place is read as what it is
+# (not as the digits before its point, or as the next key).
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[{}\[\]:,]|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?|true|false|null', re.DOTALL)
 
 
-def top_level_id(text: str) -> int | str | None:
+def top_level_id(text: str, max_tokens: int | None = None) -> int | str | None:
     """Best effort: the top-level ``"id"`` of a message that does not decode as a whole.
 
     Tolerant of junk inside other values, so an answer whose result is broken can
-    still be matched to the request it answers.
+    still be matched to the request it answers. ``None`` when the first top-level id is
+    not a string or an integer, and after ``max_tokens`` tokens without one (a bound on
+    the time a hostile line can cost).
     """
     depth = 0
     prev_key: str | None = None
     expect_value = False
-    for m in _TOKEN.finditer(text):
+    for count, m in enumerate(_TOKEN.finditer(text)):
+        if max_tokens is not None and count >= max_tokens:
+            return None
         tok = m.group(0)
-        if tok in "{[":
+        if expect_value:
+            # The token right after the top-level "id": is the id, whatever it is.
+            if tok in ("{", "[", "}", "]", ":", ","):
+                return None
+            try:
+                value = json.loads(tok)
+            except ValueError:
+                return None
+            valid = isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+            return value if valid else None
+        if tok in ("{", "["):
             depth += 1
-            expect_value = False
-        elif tok in "}]":
+        elif tok in ("}", "]"):
             depth -= 1
         elif tok == ":":
             expect_value = depth == 1 and prev_key == "id"
         elif tok == ",":
             prev_key = None
-        elif depth == 1:
-            if expect_value:
-                try:
-                    value = json.loads(tok)
-                except ValueError:
-                    return None
-                return value if isinstance(value, (int, str)) else None
-            if tok.startswith('"'):
-                try:
-                    prev_key = json.loads(tok)
-                except ValueError:
-                    prev_key = None
+        elif depth == 1 and tok.startswith('"'):
+            try:
+                prev_key = json.loads(tok)
+            except ValueError:
+                prev_key = None
     return None
