@@ -50,6 +50,7 @@ from agentrt_proxy.text.record_text import (
     STATE_NO_RUN,
     STATE_OUTCOME_KNOWN,
     STATE_OUTCOME_OPEN_RUN,
+    STATE_OUTCOME_SENT,
     STATE_OUTCOME_SUCCEEDED,
     STATE_OUTCOME_UNKNOWN,
     STATE_REQUEST_HASH,
@@ -60,6 +61,7 @@ from agentrt_proxy.text.record_text import (
 )
 
 INTERRUPTED_SIDE_EFFECT = "interrupted_side_effect"  # the kind of a re-run's approval (runtime-core §3.1)
+NOT_SENT = "not_sent"  # the failure of a request that never reached its server (gate/attempts.py)
 MAX_KEPT = 100  # mismatches kept for the report; the rest are counted
 
 
@@ -110,6 +112,7 @@ class RunFacts:
 
     __slots__ = (
         "asked_interrupted",
+        "attempted",
         "call",
         "call_seen",
         "created_seq",
@@ -133,6 +136,7 @@ class RunFacts:
         self.tool_started = False  # a step.tool_started: a tool began
         self.finished_any = False  # a step.tool_finished, late or not: an outcome came back
         self.succeeded = False  # a step.tool_finished with a result, written before the run ended
+        self.attempted = False  # one with the error of a request that was sent (its failure recorded)
         self.asked_interrupted = False  # an interruption approval: an earlier attempt's outcome is unknown
         self.seen = self.call_seen = False
 
@@ -224,8 +228,12 @@ class Replay:
         if run is None:
             return
         run.finished_any = True
-        if "error" not in payload and payload.get("late") is not True:
+        if payload.get("late") is True:
+            return  # an answer after the run ended: the attempt was settled without it
+        if "error" not in payload:
             run.succeeded = True
+        elif isinstance(payload.get("failure"), str) and payload["failure"] != NOT_SENT:
+            run.attempted = True  # an error from a request that was sent: known or unknown, never none
 
     def _requested(self, ev: Event, payload: Mapping[str, Any]) -> None:
         approval_id = _text(payload.get("approval_id"))
@@ -379,7 +387,8 @@ def _outcome_contradiction(outcome: int, run: RunFacts) -> str:
     The exact outcome depends on the tool's configuration (read-only, known answers), which the
     chain does not hold; what any configuration would contradict is checked: a settled row
     belongs to a finished run; known needs an outcome that came back; unknown a tool that began
-    or an interruption asked about; none no result."""
+    or an interruption asked about; none neither a result nor the error of a request that was
+    sent (a chain from before step.tool_finished recorded its failure cannot tell the latter)."""
     if outcome == OUTCOME_UNSEEN:
         return ""
     if run.status not in TERMINAL:
@@ -388,8 +397,8 @@ def _outcome_contradiction(outcome: int, run: RunFacts) -> str:
         return STATE_OUTCOME_KNOWN
     if outcome == OUTCOME_UNKNOWN and not (run.tool_started or run.asked_interrupted):
         return STATE_OUTCOME_UNKNOWN
-    if outcome == OUTCOME_NONE and run.succeeded:
-        return STATE_OUTCOME_SUCCEEDED
+    if outcome == OUTCOME_NONE and (run.succeeded or run.attempted):
+        return STATE_OUTCOME_SUCCEEDED if run.succeeded else STATE_OUTCOME_SENT
     if outcome not in (OUTCOME_NONE, OUTCOME_KNOWN, OUTCOME_UNKNOWN):
         return STATE_OUTCOME_OPEN_RUN.format(status=run.status)
     return ""

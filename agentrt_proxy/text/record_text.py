@@ -134,6 +134,7 @@ STATE_OUTCOME_OPEN_RUN = "its run is {status}: no outcome is settled before the 
 STATE_OUTCOME_KNOWN = "no outcome of its run's tool was recorded (known needs one)"
 STATE_OUTCOME_UNKNOWN = "its run's tool never began and no interruption was asked about (unknown needs one)"
 STATE_OUTCOME_SUCCEEDED = "its run's tool returned a result (none means nothing ran)"
+STATE_OUTCOME_SENT = "its run's tool was sent the request and failed (none means nothing ran)"
 
 
 # =============================================================================================
