@@ -2,10 +2,8 @@
 and each edit made behind the store's back (the issue's three, and the cached outcome the rules
 trust) is found, naming the table, the key and the column.
 
-The honest database is built once per module by the in-process proxy (tests/harness.py) with
-the fake bank: a read, a payment approved and collected, one rejected and asked again, a
-payment that took effect and timed out (an unknown outcome, its interruption approval
-rejected, asked again). Each forgery edits a copy of it with plain SQL, as anyone who can write the file can.
+The honest database is built once per module (tests/verify_fixtures.py). Each forgery edits
+a copy of it with plain SQL, as anyone who can write the file can.
 """
 
 from __future__ import annotations
@@ -21,41 +19,15 @@ import pytest
 from agentrt_proxy.gate import Decision, approvals
 from agentrt_proxy.store import Store, VerifyReport, replay, store
 from tests.gate_fixtures import LIMITS, FakeClock, make_gate
-from tests.harness import DEFAULT_RULES, is_error, proxy_harness, text_of
+from tests.verify_fixtures import build_honest
 
 pytestmark = pytest.mark.timeout(180)
-
-TIMEOUT_PAY: dict[str, Any] = {
-    **DEFAULT_RULES,
-    "pay": {"side_effect": "remote_mutation", "timeout": "300ms", "outcome": "allow"},
-}
-
-
-async def _honest(directory: Path) -> Path:
-    async with proxy_harness(directory) as h:
-        assert not is_error(await h.call("bank_balance", {"account": "household"}))
-        await h.call("bank_pay", {"to": "kim", "amount": 7})
-        h.approve(h.pending()[0].id)
-        assert "paid" in text_of(await h.call("bank_pay", {"to": "kim", "amount": 7}))
-        await h.call("bank_pay", {"to": "lee", "amount": 3})
-        h.reject(h.pending()[0].id, "not lee")
-        assert text_of(await h.call("bank_pay", {"to": "lee", "amount": 3})).startswith("REJECTED")
-        assert h.payments() == 1
-    async with proxy_harness(directory, pin_first=False, rules=TIMEOUT_PAY) as h:
-        result = await h.call("bank_pay", {"to": "max", "amount": 2, "mode": "block"})
-        assert text_of(result).startswith("UNKNOWN_OUTCOME"), text_of(result)
-        (directory / "ledger.release").write_text("")
-        h.reject(h.pending()[0].id, "it went through; do not pay again")
-        again = await h.call("bank_pay", {"to": "max", "amount": 2, "mode": "block"})  # settles its row
-        assert text_of(again).startswith("REJECTED"), text_of(again)
-        assert h.payments() == 2
-        return Path(h.config.database)
 
 
 @pytest.fixture(scope="module")
 def honest(tmp_path_factory: pytest.TempPathFactory) -> Path:
     directory = tmp_path_factory.mktemp("honest")
-    return anyio.run(_honest, directory)
+    return anyio.run(build_honest, directory)
 
 
 @pytest.fixture
