@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
@@ -209,8 +210,9 @@ class Replay:
     def _finished(self, ev: Event, payload: Mapping[str, Any]) -> None:
         run = self._run(ev)
         if run is not None:
-            run.status = _text(payload.get("status"))
-            run.reason, run.detail = _text(payload.get("reason")), _text(payload.get("detail"))
+            # The few statuses and reasons recur in every run: one string each, not one per run.
+            run.status, run.reason = sys.intern(_text(payload.get("status"))), sys.intern(_text(payload.get("reason")))
+            run.detail = _text(payload.get("detail"))
             run.finished_at = ev.at
 
     def _step_started(self, ev: Event, _payload: Mapping[str, Any]) -> None:
@@ -469,8 +471,12 @@ def _call_facts(value: object) -> CallFacts | None:
         return None
     row_id, claimed_at = value.get("id"), value.get("claimed_at")
     session, key, tool, side_effect = (value.get(k) for k in ("session", "request_key", "tool", "side_effect"))
-    if not all(isinstance(v, int) and not isinstance(v, bool) for v in (row_id, claimed_at)):
+    if not isinstance(row_id, int) or not isinstance(claimed_at, int):
+        return None
+    if isinstance(row_id, bool) or isinstance(claimed_at, bool):
         return None
     if not all(isinstance(v, str) for v in (session, key, tool, side_effect)):
         return None
-    return CallFacts(int(row_id), str(session), str(key), str(tool), str(side_effect), int(claimed_at))  # type: ignore[arg-type]
+    return CallFacts(
+        row_id, sys.intern(str(session)), str(key), sys.intern(str(tool)), sys.intern(str(side_effect)), claimed_at
+    )
