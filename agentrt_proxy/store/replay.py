@@ -101,11 +101,11 @@ class Mismatch:
     def text(self) -> str:
         if self.column:
             return STATE_ROW_FIELD.format(
-                table=self.table, key=self.key, column=self.column, found=self.found, expected=self.expected
+                table=self.table, key_or_run_id=self.key, column=self.column, found=self.found, expected=self.expected
             )
         if self.found:
-            return STATE_ROW_UNEXPLAINED.format(table=self.table, key=self.key)
-        return STATE_ROW_MISSING.format(table=self.table, key=self.key, expected=self.expected)
+            return STATE_ROW_UNEXPLAINED.format(table=self.table, key_or_run_id=self.key)
+        return STATE_ROW_MISSING.format(table=self.table, key_or_run_id=self.key, expected=self.expected)
 
 
 class RunFacts:

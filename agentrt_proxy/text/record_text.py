@@ -121,9 +121,9 @@ ERR_TX_FAILED = "agentrt: the write transaction was rolled back: a write inside 
 MSG_RUN_ID_TAKEN = "proxy: run id {run_id} is another call's: drawing a new one"
 
 # The state rows held against the chain (store/replay.py): "<table> <key>: ...".
-STATE_ROW_FIELD = "{table} {key}: {column} is {found}; the chain says {expected}"
-STATE_ROW_MISSING = "{table} {key}: no row; the chain says {expected}"
-STATE_ROW_UNEXPLAINED = "{table} {key}: no event in the chain explains this row"
+STATE_ROW_FIELD = "{table} {key_or_run_id}: {column} is {found}; the chain says {expected}"
+STATE_ROW_MISSING = "{table} {key_or_run_id}: no row; the chain says {expected}"
+STATE_ROW_UNEXPLAINED = "{table} {key_or_run_id}: no event in the chain explains this row"
 STATE_NO_RUN = "its run never began"
 STATE_RUN_CREATED = "the run was created at seq {seq}"
 STATE_CALL_BEGUN = "the proxy began this run for a call of {tool} at seq {seq}"
