@@ -6,7 +6,7 @@ The schema comes from the proxy itself (``Store.open`` from the .pyz, so the mig
 and indexes are exactly the shipped ones). Each prior call is what the proxy records for
 an allowed call that completed (compare a real run with ``sqlite3 runs.db .dump``):
 one ``runs`` row (COMPLETED), one ``steps`` row (done, with decision, policy and
-observation), the 8 hash-chained ``events`` (run.created, run.started, step.started,
+observation), the 8 hash-chained ``events`` (run.created naming its index row, run.started, step.started,
 step.decided, step.policy, step.tool_started, step.tool_finished, run.finished) and one
 ``proxy_calls`` row (settled, outcome known). 90 % are ``up_echo`` (read-only), 10 %
 ``up_pay`` (mutating); request keys are distinct except that one read call in ten
@@ -15,8 +15,8 @@ spread over the 30 days before the last hour, so none falls in the repeat window
 Ids have the proxy's form (docs/decisions/0008): a run id is ``<session>.`` + 10 hex of its
 creation millisecond + 6 random hex, a step id 12 hex of its start millisecond + 20
 random hex, so the rows are in the order, and the indexes in the shape, that the proxy
-writing them one call at a time leaves. The chain is valid: ``agentrt-proxy verify``
-accepts the file.
+writing them one call at a time leaves. The chain is valid and the state agrees with it:
+``agentrt-proxy verify`` accepts the file.
 """
 
 from __future__ import annotations
@@ -126,8 +126,11 @@ def main(argv: list[str]) -> int:
                          content, 0, 0, 0, 0, 0, 2, "", ""))
             steps.append((step_id, run_id, 0, "done", decision, policy, observation, chash, at2, at3,
                           specs[tool], policy_id))
+            record = (f'{{"claimed_at":{t},"id":{call_id + 1},"request_key":"{key}","session":"{session}",'
+                      f'"side_effect":"{side}","tool":"{tool}"}}')  # the index row, as store.call_record has it
             for step, at, type_, payload in (
-                ("", at0, "run.created", f'{{"goal":"call {tool}","limits":{LIMITS},"tools":{tools_json}}}'),
+                ("", at0, "run.created",
+                 f'{{"call":{record},"goal":"call {tool}","limits":{LIMITS},"tools":{tools_json}}}'),
                 ("", at0, "run.started", "{}"),
                 (step_id, at1, "step.started", '{"index":0}'),
                 (step_id, at1, "step.decided",

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from agentrt_proxy.canonical.encoder import go_json
-from agentrt_proxy.cli import flags
+from agentrt_proxy.cli import flags, verify_state
 from agentrt_proxy.cli import operator_views as views
 from agentrt_proxy.cli.flags import Flags, UsageError
 from agentrt_proxy.config import ConfigError, check_database_file, load_config
@@ -521,14 +521,14 @@ def _parse_head(text: str | None) -> tuple[int, str] | None:
 
 def _verify(path: str, args: VerifyArgs) -> int:
     with _opened(path, writer=False) as store:
-        report = store.verify(args.from_seq, args.to_seq, args.head)
+        report = store.verify(args.from_seq, args.to_seq, args.head, approval_hash=approvals.stored_hash)
         # A kept head that is there with another hash: say what is there now.
         found = store.event_hash(args.head[0]) or "" if args.head and report.kept_head_found else ""
-    ok = report.brk is None and report.to_reached and report.kept_head_matches is not False
+    ok = report.intact  # the chain, a kept head, and the state rows against the chain
     if args.as_json:
-        _emit_json(_verify_json(report, args, ok))
+        _emit_json({**_verify_json(report, args, ok), "state": verify_state.state_json(report)})
     else:
-        _emit(_verify_lines(report, args, found))
+        _emit(_verify_lines(report, args, found) + verify_state.state_lines(report))
     return 0 if ok else 1
 
 

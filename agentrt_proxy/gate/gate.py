@@ -10,7 +10,8 @@ and time to live, and the runs this gate has a session open on.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from agentrt_proxy.canonical.clock import WALL, Clock
 from agentrt_proxy.canonical.encoder import Raw, go_json
@@ -54,7 +55,10 @@ class Gate:
         self._spec_rows = {name: (spec.spec_hash(), go_json(spec.tree())) for name, spec in self.tools.items()}
 
     # opening sessions ----------------------------------------------------------------
-    def begin(self, run_id: str, goal: str, limits: Limits) -> Session:
+    def begin(self, run_id: str, goal: str, limits: Limits, call: Mapping[str, Any] | None = None) -> Session:
+        """Insert the run RUNNING under this gate's lease, with run.created and run.started.
+        ``call`` (the proxy's index row the run is begun for) goes into run.created, so that
+        ``verify`` can tell the row from the chain (runtime-core readers ignore the key)."""
         if min(limits.max_steps, limits.max_consecutive_tool_failures, limits.loop_threshold) <= 0:
             raise ValueError(ERR_LIMITS)
         now = fmt(self.clock.now_ns())
@@ -64,7 +68,10 @@ class Gate:
             tools = [spec_hash for spec_hash, _ in self._spec_rows.values()]
             for spec_hash, spec_json in self._spec_rows.values():
                 tx.put_spec(spec_hash, spec_json)
-            tx.append(run_id, "", now, "run.created", {"goal": goal, "limits": Raw(limits_json), "tools": tools})
+            created: dict[str, Any] = {"goal": goal, "limits": Raw(limits_json), "tools": tools}
+            if call is not None:
+                created["call"] = dict(call)
+            tx.append(run_id, "", now, "run.created", created)
             tx.append(run_id, "", now, "run.started", None)
         session = self.open_session(run_id, limits)
         # The row as insert_run wrote it (every other column takes its default): the

@@ -162,6 +162,11 @@ def record_outcome(tx: Tx, step: Step, obs: Observation, *, tool: str, terminal:
     finished: dict[str, Any] = {"tool": tool, "duration_ms": duration_ms}
     if obs.failure:
         finished["error"] = obs.summary
+        failure = obs.content.get("failure") if isinstance(obs.content, dict) else None
+        if isinstance(failure, str):
+            # How it failed (timeout, not_sent, …): verify holds the call index's cached
+            # outcome to it (store/replay.py). An addition of ours; runtime-core readers ignore it.
+            finished["failure"] = failure
     else:
         finished.update(summary=obs.summary, content_hash=obs.content_hash)
     tx.append(step.run_id, step.id, at, "step.tool_finished", finished)

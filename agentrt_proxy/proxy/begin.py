@@ -15,7 +15,7 @@ from agentrt_proxy.proxy.applied import Answer, Applied, Execute, Pending, Retry
 from agentrt_proxy.proxy.parts import MAX_DECIDES, CallParts
 from agentrt_proxy.proxy.reading import read_run
 from agentrt_proxy.proxy.settling import Settling, closing_of_denied
-from agentrt_proxy.store import OUTCOME_UNSEEN, Approval, ClaimLost, ProxyCall, RunIdTaken, StoreError
+from agentrt_proxy.store import OUTCOME_UNSEEN, Approval, ClaimLost, ProxyCall, RunIdTaken, StoreError, call_record
 from agentrt_proxy.text import model_text
 from agentrt_proxy.upstream import LoadedTool
 
@@ -145,7 +145,9 @@ class Beginning:
                 else:
                     row = dataclasses.replace(reuse, settled_at=0, outcome=OUTCOME_UNSEEN)  # as unsettle leaves it
                 stage = "begin"
-                session = self.parts.gate.begin(run_id, f"call {tool.name}", self.parts.settings.limits)
+                session = self.parts.gate.begin(
+                    run_id, f"call {tool.name}", self.parts.settings.limits, call=call_record(row)
+                )
                 stage = "step"
                 if reuse is not None:
                     # A reused row may have been settled as empty by another process before

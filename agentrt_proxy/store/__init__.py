@@ -33,8 +33,10 @@ from agentrt_proxy.store.errors import (
 )
 from agentrt_proxy.store.ids import new_id, new_run_id
 from agentrt_proxy.store.index import ProxyCall
+from agentrt_proxy.store.replay import Mismatch, call_record
 from agentrt_proxy.store.rows import Approval, Event, Run, RunSummary, Step
 from agentrt_proxy.store.schema import DEFAULT_LEASE_TTL_NS
+from agentrt_proxy.store.state_check import StateReport
 from agentrt_proxy.store.states import (
     APPROVAL_PENDING,
     APPROVED,
@@ -101,6 +103,7 @@ __all__ = [
     "Event",
     "InsecureMode",
     "LeaseLost",
+    "Mismatch",
     "NotFound",
     "NotPending",
     "PassthroughRead",
@@ -111,6 +114,7 @@ __all__ = [
     "RunStateError",
     "RunSummary",
     "SchemaVersionError",
+    "StateReport",
     "Step",
     "Store",
     "StoreCorrupt",
@@ -125,6 +129,7 @@ __all__ = [
     "UnsafeSchema",
     "VerifyReport",
     "WouldBlock",
+    "call_record",
     "chain_hash",
     "new_id",
     "new_run_id",

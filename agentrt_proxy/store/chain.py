@@ -7,12 +7,16 @@ from __future__ import annotations
 
 import hashlib
 import sqlite3
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from agentrt_proxy.store.rows import EVENT_COLS, Event
 from agentrt_proxy.text.record_text import MSG_FIRST_GAP, MSG_HASH_MISMATCH, MSG_SEQ_GAP
+
+if TYPE_CHECKING:  # state_check.py imports this module
+    from agentrt_proxy.store.state_check import StateReport
 
 
 class Database(Protocol):
@@ -69,6 +73,8 @@ class VerifyReport:
     to_reached: bool
     kept_head_found: bool | None = None
     kept_head_matches: bool | None = None
+    state: StateReport | None = None  # the state rows held against the chain, when they were
+    state_skipped: str = ""  # why they were not: "range" (not the whole chain) or "broken"
 
     @property
     def intact(self) -> bool:
@@ -76,6 +82,7 @@ class VerifyReport:
             self.brk is None
             and self.to_reached
             and self.kept_head_matches is not False
+            and (self.state is None or self.state.agrees)
         )
 
 
@@ -92,9 +99,11 @@ def read_event_hash(db: Database, seq: int) -> str | None:
     return row[0] if row else None
 
 
-def verify_chain(db: Database, from_seq: int = 0, to_seq: int = 0, kept: tuple[int, str] | None = None) -> VerifyReport:
+def verify_chain(db: Database, from_seq: int = 0, to_seq: int = 0, kept: tuple[int, str] | None = None,
+                 observe: Callable[[Event], None] | None = None) -> VerifyReport:
     """Walk the chain from..to (defaults: first event to the head) and stop at the first
-    break (§8.3). A ``kept`` head (seq, hash) must be reached and must still match."""
+    break (§8.3). A ``kept`` head (seq, hash) must be reached and must still match.
+    ``observe`` is handed each event whose link verified, in seq order."""
     head_seq, head_hash = read_head(db)
     last = to_seq or head_seq
     report = VerifyReport(head_seq, head_hash, from_seq, last, 0, "", None, True)
@@ -114,6 +123,8 @@ def verify_chain(db: Database, from_seq: int = 0, to_seq: int = 0, kept: tuple[i
             if report.brk is not None:
                 break
             report.checked += 1
+            if observe is not None:
+                observe(ev)
             report.hash, prev_seq, prev_hash = ev.hash, ev.seq, ev.hash
             report.to_seq, cursor = ev.seq, ev.seq
     report.to_reached = report.brk is not None or not to_seq or prev_seq >= to_seq

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 
 from agentrt_proxy.canonical import durations
@@ -22,6 +23,7 @@ from agentrt_proxy.store.connection import BUSY_TIMEOUT_MS, connect, switch_to_w
 from agentrt_proxy.store.errors import NotFound, WouldBlock
 from agentrt_proxy.store.index import CallIndex
 from agentrt_proxy.store.leases import LeaseConnection
+from agentrt_proxy.store.replay import Replay
 from agentrt_proxy.store.rows import (
     APPROVAL_COLS,
     EVENT_COLS,
@@ -46,6 +48,7 @@ from agentrt_proxy.store.schema import (
     refuse_unsafe_schema,
 )
 from agentrt_proxy.store.sqlite_errors import map_sqlite_errors, mapped
+from agentrt_proxy.store.state_check import check_state
 from agentrt_proxy.store.transactions import Database
 from agentrt_proxy.store.tx import Tx
 from agentrt_proxy.text.record_text import MSG_APPROVAL_NOT_FOUND, MSG_MISSING
@@ -248,7 +251,24 @@ class Store:
         return read_event_hash(self._db, seq)
 
     @mapped
-    def verify(self, from_seq: int = 0, to_seq: int = 0, head: tuple[int, str] | None = None) -> VerifyReport:
+    def verify(self, from_seq: int = 0, to_seq: int = 0, head: tuple[int, str] | None = None, *,
+               state: bool = True, approval_hash: Callable[[Approval], str] | None = None) -> VerifyReport:
         """Walk the chain from..to (defaults: first event to the head) and stop at the first
-        break (§8.3). A kept ``head`` (seq, hash) must be reached and must still match."""
-        return verify_chain(self._db, from_seq, to_seq, head)
+        break (§8.3). A kept ``head`` (seq, hash) must be reached and must still match.
+
+        With ``state`` and a walk of the whole chain that found it intact, every row of runs,
+        approvals and proxy_calls is then held against what the events explain (``replay.py``),
+        in the same read snapshot as the walk; ``approval_hash`` (the gate's rule) also holds
+        each approval's own fields to its recorded hash."""
+        if not state:
+            return verify_chain(self._db, from_seq, to_seq, head)
+        replay = Replay(approval_hash)
+        with self._db.read() as conn:
+            report = verify_chain(self._db, from_seq, to_seq, head, observe=replay.feed)
+            if report.brk is not None:
+                report.state_skipped = "broken"  # the replay stopped at the break
+            elif from_seq > 1 or (to_seq and to_seq < report.head_seq):
+                report.state_skipped = "range"  # the tables are the whole chain's
+            else:
+                report.state = check_state(conn, replay)
+        return report

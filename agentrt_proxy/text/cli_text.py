@@ -48,7 +48,7 @@ usage:
   {PROGRAM} show (-config FILE | -db DB) RUN [-json]     one run: steps, events, its request
   {PROGRAM} approve (-config FILE | -db DB) RUN [-approval ID] [-yes]
   {PROGRAM} reject (-config FILE | -db DB) RUN [-approval ID] -note TEXT
-  {PROGRAM} verify (-config FILE | -db DB) [-head SEQ:HASH]   walk the audit chain
+  {PROGRAM} verify (-config FILE | -db DB) [-head SEQ:HASH]   the audit chain, and the state against it
   {PROGRAM} demo [-keep]             a scripted walk through everything, no model needed
   {PROGRAM} --version
 
@@ -56,6 +56,20 @@ A host starts it as a stdio server: {{"command": "python3", "args": ["/path/agen
 "serve", "-config", "/path/proxy.json"]}}. Standard output carries only the protocol; the
 operator's lines go to standard error, which the host keeps in its log.
 """
+
+# verify's state check (cli/verify_state.py): the state tables held against the chain.
+STATE_AGREES = "state: {runs} run(s), {approvals} approval(s), {calls} call(s): every row agrees with the chain"
+STATE_DISAGREES = (
+    "state: {count} finding(s): rows the chain does not explain (changed, added or removed without their events)"
+)
+STATE_MORE = "  … and {count} more"
+STATE_UNVERIFIED = (
+    "state: {count} call(s) were begun before the chain recorded which call a run is for: "
+    "their rows were held only to their runs' outcomes"
+)
+STATE_UNBEGUN = "state: {count} call(s) name a run that never began: they say nothing ran"
+STATE_SKIPPED_RANGE = "state: not checked: -from and -to cover part of the chain, and the state is the whole chain's"
+STATE_SKIPPED_BROKEN = "state: not checked: the chain it would be held to is broken"
 
 
 def program_invocation() -> str:

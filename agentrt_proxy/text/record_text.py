@@ -120,6 +120,22 @@ MSG_HASH_MISMATCH = "the stored hash is not the one the event's fields and the p
 ERR_TX_FAILED = "agentrt: the write transaction was rolled back: a write inside it failed"
 MSG_RUN_ID_TAKEN = "proxy: run id {run_id} is another call's: drawing a new one"
 
+# The state rows held against the chain (store/replay.py): "<table> <key>: ...".
+STATE_ROW_FIELD = "{table} {key_or_run_id}: {column} is {found}; the chain says {expected}"
+STATE_ROW_MISSING = "{table} {key_or_run_id}: no row; the chain says {expected}"
+STATE_ROW_UNEXPLAINED = "{table} {key_or_run_id}: no event in the chain explains this row"
+STATE_NO_RUN = "its run never began"
+STATE_RUN_CREATED = "the run was created at seq {seq}"
+STATE_CALL_BEGUN = "the proxy began this run for a call of {tool} at seq {seq}"
+STATE_APPROVAL_REQUESTED = "what approval.requested at seq {seq} recorded"
+STATE_REQUEST_HASH = "a request hashing to {hash}…"
+STATE_AT_SEQ = "(approval.requested at seq {seq})"
+STATE_OUTCOME_OPEN_RUN = "its run is {status}: no outcome is settled before the run ends"
+STATE_OUTCOME_KNOWN = "no outcome of its run's tool was recorded (known needs one)"
+STATE_OUTCOME_UNKNOWN = "its run's tool never began and no interruption was asked about (unknown needs one)"
+STATE_OUTCOME_SUCCEEDED = "its run's tool returned a result (none means nothing ran)"
+STATE_OUTCOME_SENT = "its run's tool was sent the request and failed (none means nothing ran)"
+
 
 # =============================================================================================
 # Opening the database refused (store/schema.py)

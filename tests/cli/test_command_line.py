@@ -162,11 +162,12 @@ def test_a_number_past_what_the_database_holds_is_a_usage_error_not_a_traceback(
 AT_THE_LIMIT = [
     (["runs", "-offset"], 0, "no runs\n"),
     (["runs", "-limit"], 0, "no runs\n"),
-    (["verify", "-from"], 0, "head: no events\nintact: no events in the range\n"),
+    (["verify", "-from"], 0, f"head: no events\nintact: no events in the range\n{cli_text.STATE_SKIPPED_RANGE}\n"),
     (
         ["verify", "-to"],
         1,
-        f"head: no events\nintact: no events in the range\nnot reached: -to {INT64_MAX}; the chain ends at seq 0\n",
+        f"head: no events\nintact: no events in the range\nnot reached: -to {INT64_MAX}; the chain ends at seq 0\n"
+        f"{cli_text.STATE_AGREES.format(runs=0, approvals=0, calls=0)}\n",
     ),
 ]
 

@@ -38,6 +38,8 @@ def test_demo_runs_every_step() -> None:
             assert f"\n{header}" in done.stdout
         assert "the proxy is killed with SIGKILL" in done.stdout
         assert "intact:" in done.stdout  # verify's report of the audit chain
+        # ... and of the state held to it, after a SIGKILL, a takeover, approvals and a rejection
+        assert "call(s): every row agrees with the chain" in done.stdout
         assert "demo failed" not in done.stdout and done.stderr == ""
 
         # The ledger, counted here rather than trusted from the narration: one line per

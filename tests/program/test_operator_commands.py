@@ -123,10 +123,11 @@ def test_reject_records_the_note_and_ends_the_run(waiting: Waiting) -> None:
 def test_verify_an_intact_chain_exits_zero(waiting: Waiting) -> None:
     done = run_program(["verify", "-db", str(waiting.db)])
     assert done.returncode == 0, done.stderr
-    head, intact, last = done.stdout.splitlines()
+    head, intact, last, state = done.stdout.splitlines()
     assert head.startswith("head: seq ") and intact.startswith("intact: ") and last.startswith("last checked: seq ")
     seq = int(head.split()[2])
     assert intact == f"intact: {seq} event(s), seq 1 to {seq}"
+    assert state == "state: 1 run(s), 1 approval(s), 0 call(s): every row agrees with the chain"
 
 
 @pytest.mark.program
@@ -142,16 +143,21 @@ def test_verify_names_the_seq_of_an_event_edited_behind_the_store(waiting: Waiti
 
 
 @pytest.mark.program
-def test_deleting_the_newest_events_is_caught_only_against_a_kept_head(waiting: Waiting) -> None:
+def test_deleting_the_newest_events_is_caught_against_a_kept_head_and_by_the_rows_they_explained(
+        waiting: Waiting) -> None:
     first = run_program(["verify", "-db", str(waiting.db)]).stdout.splitlines()[0].split()
     kept = f"{first[2]}:{first[3]}"
-    assert run_program(["verify", "-db", str(waiting.db), "-head", kept]).stdout.splitlines()[-1] == (
-        f"kept head: seq {first[2]} matches")
+    assert f"kept head: seq {first[2]} matches" in run_program(
+        ["verify", "-db", str(waiting.db), "-head", kept]).stdout.splitlines()
     _tamper(waiting.db, "DELETE FROM events WHERE seq >= ?", int(first[2]) - 1)
-    assert run_program(["verify", "-db", str(waiting.db)]).returncode == 0
+    cut = run_program(["verify", "-db", str(waiting.db)])
+    # The cut chain still verifies as a chain; the approval and run rows it explained no longer agree.
+    assert cut.returncode == 1 and cut.stdout.splitlines()[1].startswith("intact: ")
+    assert f"  approvals {waiting.approval_id}: no event in the chain explains this row" in cut.stdout.splitlines()
     done = run_program(["verify", "-db", str(waiting.db), "-head", kept])
     assert done.returncode == 1
-    assert done.stdout.splitlines()[-1].startswith(f"kept head: seq {first[2]} is not in the database")
+    missing = f"kept head: seq {first[2]} is not in the database"
+    assert any(line.startswith(missing) for line in done.stdout.splitlines())
 
 
 @pytest.mark.program

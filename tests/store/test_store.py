@@ -118,7 +118,7 @@ def test_a_row_edited_behind_the_stores_back_breaks_the_chain_at_that_event(tmp_
     assert not report.intact and report.brk.seq == 10 and report.checked == 9
 
 
-def test_deleting_the_newest_events_is_caught_only_against_a_kept_head(tmp_path: Path) -> None:
+def test_deleting_the_newest_events_is_caught_by_the_chain_only_against_a_kept_head(tmp_path: Path) -> None:
     path = tmp_path / "a.db"
     store = _three_runs(path)
     kept = store.chain_head()
@@ -128,9 +128,14 @@ def test_deleting_the_newest_events_is_caught_only_against_a_kept_head(tmp_path:
     conn.commit()
     conn.close()
     reader = Store.open_readonly(str(path))
-    assert reader.verify().intact  # the cut chain still verifies on its own
-    with_head = reader.verify(head=kept)
+    assert reader.verify(state=False).intact  # the cut chain still verifies on its own
+    with_head = reader.verify(head=kept, state=False)
     assert not with_head.intact and with_head.kept_head_found is False
+    # The state rows still hold what the cut events said: the last run's row disagrees.
+    cut = reader.verify()
+    assert cut.brk is None and cut.state is not None and not cut.intact
+    assert {(m.table, m.key, m.column) for m in cut.state.mismatches} == {
+        ("runs", "s.2", "status"), ("runs", "s.2", "step_count")}
 
 
 def test_a_kept_head_that_still_matches_is_reported(tmp_path: Path) -> None:

@@ -104,6 +104,7 @@ ECHOED = {
     "n": "a count or a step number",
     "code": "a JSON-RPC error code",
     "seq": "an event's sequence number",
+    "hash": "a hex digest (of an approval's request, in verify's findings)",
     "prev": "an event's sequence number",
     "found": "a schema version",
     "known": "a schema version",
@@ -135,6 +136,9 @@ OPERATOR_ONLY: dict[str, tuple[set[str], str]] = {
     "MSG_SIDECAR_OWNER": ({"path"}, "store/schema: opening the database refused, for the operator"),
     "MSG_MISSING": ({"path"}, "store/schema: opening the database refused, for the operator"),
     "MSG_INDEX_NEWER": ({"operator command"}, "store/schema: names the program that migrated the index"),
+    "STATE_ROW_FIELD": (set(), "store/replay: a finding of verify's state check (a run's key), for the operator"),
+    "STATE_ROW_MISSING": (set(), "store/replay: a finding of verify's state check (a run's key), for the operator"),
+    "STATE_ROW_UNEXPLAINED": (set(), "store/replay: a finding of verify's state check (a run's key), for the operator"),
 }
 
 
