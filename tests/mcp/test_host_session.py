@@ -10,6 +10,7 @@ import anyio.abc
 import pytest
 
 from agentrt_proxy.mcp import CallContext, JsonRpcError, ServerSession
+from tests.mcp.host_streams import Sink
 
 pytestmark = pytest.mark.anyio
 
@@ -31,23 +32,6 @@ class Pipe(anyio.abc.ByteReceiveStream):
 
     async def aclose(self) -> None:
         await self._recv.aclose()
-
-
-class Sink(anyio.abc.ByteSendStream):
-    def __init__(self) -> None:
-        self.data = bytearray()
-        self.changed = anyio.Event()
-
-    async def send(self, item: bytes) -> None:
-        self.data += item
-        self.changed.set()
-        self.changed = anyio.Event()
-
-    async def aclose(self) -> None:
-        pass
-
-    def messages(self) -> list[Any]:
-        return [json.loads(line) for line in bytes(self.data).splitlines()]
 
 
 class Tools:
