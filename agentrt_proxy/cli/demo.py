@@ -62,7 +62,30 @@ DEMO_DEADLINE_SECONDS = 180
 OPERATOR = "demo-operator"
 
 PLUMBER: dict[str, Any] = {"to": "plumber", "amount": 180, "mode": "block"}
-_LOG_WORTH_SHOWING = ("waits for an operator", "decide with", "cut off", "outcome is unknown")
+_LOG_WORTH_SHOWING = (
+    "waits for an operator", "decide with", "cut off", "outcome is unknown", "is down", "started again",
+)  # fmt: skip
+
+
+def _first_failure(exc: BaseException) -> DemoFailure | None:
+    """The demo's own failure, also inside an exception group (a step that failed inside a
+    connection's task group), however deep."""
+    if isinstance(exc, DemoFailure):
+        return exc
+    for inner in getattr(exc, "exceptions", ()):
+        found = _first_failure(inner)
+        if found is not None:
+            return found
+    return None
+
+
+def _alive(pid: int) -> bool:
+    """Running and not a zombie (the proxy reaps its server when it sees it end)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
 
 
 @dataclass
@@ -327,6 +350,7 @@ class Demo:
             async with self.proxy() as host:
                 await self.step3_after_restart(host)
                 await self.step4(host)
+                await self.step5(host)
 
     async def step1(self, host: Any) -> None:
         step = "step 1"
@@ -427,6 +451,59 @@ class Demo:
             raise DemoFailure(f"{step}: straight to the server there should have been 2 payments, not {without}")
         say()
 
+    async def step5(self, host: Any) -> None:
+        import anyio
+
+        step = "step 5"
+        say("5. The payment server dies between two calls; the proxy starts it again.")
+        tip = {"to": "courier", "amount": 5}
+        self.expect(step, await self.call(host, "bank_pay", tip), "PENDING_APPROVAL", is_error=False)
+        self.operator("approve", "a tip", step)
+        before = self.payments()
+        bank = self.bank_pid(host)
+        os.kill(bank, signal.SIGKILL)
+        say(f"   the server's process ({bank}) is killed with SIGKILL; the model collects the approved payment")
+        with anyio.move_on_after(5):  # the proxy notices the server's end (its stdout closes)
+            while _alive(bank):
+                await anyio.sleep(0.02)
+        seen = await self.call(host, "bank_pay", tip)
+        if not (seen.is_error and "nothing was sent" in seen.text):
+            got = one_line(seen.text)
+            raise DemoFailure(f"{step}: the model should have seen that nothing was sent, but saw: {got}")
+        self.expect_payments(step, before, " (nothing ran: known, so nothing is blocked and no operator is asked)")
+        say("   (the proxy starts the server again after 1 s)")
+        tail = getattr(getattr(host, "_transport", None), "stderr_tail", lambda: "")
+        with anyio.move_on_after(20):
+            while "started again" not in tail():
+                await anyio.sleep(0.05)
+        self.show_log(host)
+        if "started again" not in tail():
+            raise DemoFailure(f"{step}: the proxy did not start the server again within 20 s")
+        say("   the model asks again; as for any new call, the payment waits for an operator")
+        self.expect(step, await self.call(host, "bank_pay", tip), "PENDING_APPROVAL", is_error=False)
+        self.operator("approve", "a tip, again", step)
+        self.expect(step, await self.call(host, "bank_pay", tip), "paid 5.00 to courier", is_error=False)
+        self.expect_payments(step, before + 1, " (paid once)")
+        say()
+
+    def bank_pid(self, host: Any) -> int:
+        """The payment server the proxy runs: its child whose environment names this ledger."""
+        proxy = self.pid_of(host)
+        marker = f"FAKE_PAYMENTS_LEDGER={self.ledger}".encode()
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    parent = int(f.read().rsplit(")", 1)[1].split()[1])
+                with open(f"/proc/{entry}/environ", "rb") as f:
+                    environ = f.read().split(b"\0")
+            except (OSError, ValueError, IndexError):
+                continue
+            if parent == proxy and marker in environ:
+                return int(entry)
+        raise DemoFailure("step 5: the proxy's payment server cannot be found (/proc is needed)")
+
     # ------------------------------------------------------------------ the end
 
     def epilogue(self) -> None:
@@ -463,6 +540,11 @@ def command(argv: list[str]) -> int:
         failure = str(err)
     except TimeoutError:
         failure = f"the demo did not finish within {DEMO_DEADLINE_SECONDS} s"
+    except Exception as err:  # an exception group holding a step's failure
+        first = _first_failure(err)
+        if first is None:
+            raise
+        failure = str(first)
     except KeyboardInterrupt:
         failure = "interrupted"
     try:
