@@ -50,7 +50,8 @@ def http_bank(directory: Path, **tls: str) -> Iterator[str]:
         "REQUEST_LOG": str(directory / "requests"),
         **tls,
     }
-    child = subprocess.Popen([sys.executable, FAULTY], stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env, text=True)
+    pipes = {"stdin": subprocess.PIPE, "stdout": subprocess.PIPE}
+    child = subprocess.Popen([sys.executable, FAULTY], env=env, text=True, **pipes)  # type: ignore[call-overload]
     try:
         assert child.stdout is not None
         port = int(child.stdout.readline())
@@ -98,10 +99,28 @@ async def test_a_payment_meeting_an_http_fault_is_an_unknown_outcome_and_the_nex
 def self_signed(directory: Path) -> tuple[Path, Path]:
     cert, key = directory / "cert.pem", directory / "key.pem"
     subprocess.run(
-        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-         "-keyout", str(key), "-out", str(cert), "-days", "2", "-subj", "/CN=127.0.0.1",
-         "-addext", "subjectAltName=IP:127.0.0.1"],
-        check=True, capture_output=True,
+        [
+            "openssl",
+            "req",
+            "-x509",
+            "-newkey",
+            "ec",
+            "-pkeyopt",
+            "ec_paramgen_curve:prime256v1",
+            "-nodes",
+            "-keyout",
+            str(key),
+            "-out",
+            str(cert),
+            "-days",
+            "2",
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+        ],
+        check=True,
+        capture_output=True,
     )
     return cert, key
 
