@@ -8,6 +8,7 @@ call into this module, on a connection of their own before anyone else uses it.
 
 from __future__ import annotations
 
+import errno
 import os
 import sqlite3
 import stat
@@ -27,6 +28,7 @@ from agentrt_proxy.text.record_text import (
     MSG_INDEX_NEWER,
     MSG_INSECURE,
     MSG_NOT_REGULAR,
+    MSG_NOT_WRITABLE,
     MSG_SCHEMA_NEWER,
     MSG_SCHEMA_OLDER,
     MSG_SIDECAR_OWNER,
@@ -308,7 +310,31 @@ def create_exclusive(path: str) -> None:
         return
     except PermissionError as err:  # the directory cannot be written: as SQLite's read-only kinds
         raise StoreReadOnly(str(err)) from err
+    except OSError as err:  # a read-only file system, say: the path and the cause, not a traceback
+        raise StoreReadOnly(MSG_NOT_WRITABLE.format(path=path, cause=_cause(err.errno))) from err
     os.close(fd)
+
+
+def check_writable(path: str) -> None:
+    """Refuse, before SQLite opens it, a database or directory the proxy cannot write: SQLite
+    would open the file read-only without a word and fail later, at the first write or at the
+    WAL's creation, as "unable to open database file", naming neither the path nor the cause."""
+    try:
+        fd = os.open(path, os.O_WRONLY | getattr(os, "O_NOFOLLOW", 0))
+    except FileNotFoundError:
+        return
+    except OSError as err:
+        raise StoreReadOnly(MSG_NOT_WRITABLE.format(path=path, cause=_cause(err.errno))) from err
+    os.close(fd)
+    directory = os.path.dirname(os.path.abspath(path))
+    if not os.access(directory, os.W_OK | os.X_OK):  # the -wal and -shm files are made there
+        read_only = bool(os.statvfs(directory).f_flag & os.ST_RDONLY)
+        cause = _cause(errno.EROFS if read_only else errno.EACCES)
+        raise StoreReadOnly(MSG_NOT_WRITABLE.format(path=directory, cause=cause))
+
+
+def _cause(number: int | None) -> str:
+    return os.strerror(number).lower() if number else "not writable"
 
 
 def check_modes(path: str, *, writer: bool) -> None:

@@ -42,6 +42,7 @@ from agentrt_proxy.store.schema import (
     DEFAULT_LEASE_TTL_NS,
     check_modes,
     check_versions,
+    check_writable,
     create_exclusive,
     migrate,
     refuse_symlink,
@@ -95,6 +96,7 @@ class Store:
             create_exclusive(path)
             refuse_symlink(path)
             check_modes(path, writer=True)
+            check_writable(path)
             conn = _connect(path, readonly=False)
             try:
                 switch_to_wal(conn)

@@ -156,6 +156,7 @@ MSG_INDEX_NEWER = (
     "a newer agentrt-proxy migrated it"
 )
 MSG_MISSING = "agentrt: {path} does not exist"
+MSG_NOT_WRITABLE = "agentrt: {path} cannot be written: {cause}; the proxy must record every call before it runs"
 
 
 # =============================================================================================

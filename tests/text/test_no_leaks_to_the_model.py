@@ -135,6 +135,7 @@ OPERATOR_ONLY: dict[str, tuple[set[str], str]] = {
     "MSG_INSECURE": ({"path"}, "store/schema: opening the database refused; it says the chmod to type"),
     "MSG_SIDECAR_OWNER": ({"path"}, "store/schema: opening the database refused, for the operator"),
     "MSG_MISSING": ({"path"}, "store/schema: opening the database refused, for the operator"),
+    "MSG_NOT_WRITABLE": ({"path"}, "store/schema: opening the database refused, for the operator"),
     "MSG_INDEX_NEWER": ({"operator command"}, "store/schema: names the program that migrated the index"),
     "STATE_ROW_FIELD": (set(), "store/replay: a finding of verify's state check (a run's key), for the operator"),
     "STATE_ROW_MISSING": (set(), "store/replay: a finding of verify's state check (a run's key), for the operator"),
