@@ -23,6 +23,7 @@ from agentrt_proxy.canonical.encoder import go_json
 from agentrt_proxy.cli import flags, verify_state
 from agentrt_proxy.cli import operator_views as views
 from agentrt_proxy.cli.flags import Flags, UsageError
+from agentrt_proxy.cli.late_outcomes import late_outcome_lines
 from agentrt_proxy.config import ConfigError, check_database_file, load_config
 from agentrt_proxy.errors import AgentrtError
 from agentrt_proxy.gate import approvals
@@ -236,7 +237,8 @@ def _show(path: str, run_id: str, as_json: bool) -> int:
             return 0
         lines = views.run_header(run)
         for a in pending:
-            block = views.approval_block(a, _approval_reason(store, a), program_invocation(), os.path.abspath(path))
+            reason, known = _approval_reason(store, a), late_outcome_lines(store, a)
+            block = views.approval_block(a, reason, program_invocation(), os.path.abspath(path), known)
             lines += ["", *block]
         lines += ["", *views.steps_table(steps), "", operator_text.OP_EVENTS]
         _emit(lines)
@@ -383,7 +385,8 @@ def write_approval_block(store: Store, approval: Approval, path: str) -> None:
     """Print the block the operator decides on; a test may wrap this to change the row
     between what was shown and the decision."""
     reason = _approval_reason(store, approval)
-    _emit(views.approval_block(approval, reason, program_invocation(), os.path.abspath(path)))
+    known = late_outcome_lines(store, approval)
+    _emit(views.approval_block(approval, reason, program_invocation(), os.path.abspath(path), known))
     sys.stdout.flush()
 
 

@@ -271,8 +271,11 @@ def _literal_tree(text: str) -> tuple[Any, str]:
         return None, err.reason
 
 
-def approval_block(approval: Approval, reason: str, program: str, database: str) -> list[str]:
-    """runtime-core §7.2's block; the closing line comes last and holds no model-chosen text."""
+def approval_block(
+    approval: Approval, reason: str, program: str, database: str, known: Sequence[str] = ()
+) -> list[str]:
+    """runtime-core §7.2's block; the closing line comes last and holds no model-chosen text.
+    ``known``: what is known of an interruption's earlier attempt (``late_outcomes``)."""
     tool = escaping.clean(approval_tool(approval), KEY_BYTES)
     lines = [
         operator_text.op_block_head(escaping.sanitize(approval.id)),
@@ -291,6 +294,7 @@ def approval_block(approval: Approval, reason: str, program: str, database: str)
     lines += field_lines(presentation)
     if reason and not (isinstance(presentation, dict) and "reason" in presentation):
         lines.append(f"policy's reason: {capped(reason)}")
+    lines += known
     lines.append(
         operator_text.op_block_decide_with(
             program, database, escaping.sanitize(approval.run_id), escaping.sanitize(approval.id)

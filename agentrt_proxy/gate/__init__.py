@@ -15,7 +15,7 @@ from agentrt_proxy.gate.attempts import (
     Attempt,
     LastAttempt,
 )
-from agentrt_proxy.gate.execution import OutcomeNotRecorded
+from agentrt_proxy.gate.execution import LATE_OUTCOME_EVENT, OutcomeNotRecorded
 from agentrt_proxy.gate.gate import Gate
 from agentrt_proxy.gate.model import (
     ALLOWED,
@@ -56,6 +56,7 @@ __all__ = [
     "DENY",
     "ENDED",
     "INTERRUPTED_SIDE_EFFECT",
+    "LATE_OUTCOME_EVENT",
     "OUTCOME_KNOWN",
     "OUTCOME_NONE",
     "OUTCOME_UNKNOWN",

@@ -9,6 +9,7 @@ session's public methods: ``start_tool``, ``end``, ``resume_running``, ``check_l
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
@@ -38,6 +39,7 @@ from agentrt_proxy.store import (
     LeaseLost,
     Step,
     StoreCorrupt,
+    StoreError,
     StoreGone,
     StoreUnavailable,
     WouldBlock,
@@ -58,6 +60,7 @@ RECORD_GRACE_S = 5.0  # a tool is bounded by its spec's timeout plus this, as a 
 # kept and recorded again after these pauses, doubling, for as long as the run's lease lasts:
 # past it another proxy may take the run over, and the outcome is no longer this one's to write.
 RECORD_RETRY_FIRST_S = 0.1
+LATE_OUTCOME_EVENT = "step.late_outcome"  # an answer that came after the run was taken over
 RECORD_RETRY_MAX_S = 2.0
 
 
@@ -210,6 +213,9 @@ class Execution:
                 handed_over = True
                 if on_recorded is not None:
                     on_recorded(obs)
+        except LeaseLost:
+            self._record_late(obs, now)
+            raise
         except BaseException:
             if handed_over:
                 # Nothing is recorded (the hook or the COMMIT failed; the transaction rolled
@@ -220,6 +226,17 @@ class Execution:
             session.end()
             return Verdict(ENDED, observation=obs, run=session.ended_run)  # the row as committed
         return Verdict(EXECUTED, observation=obs)
+
+
+    def _record_late(self, obs: Observation, at: str) -> None:
+        """Another gate took the run over while its tool ran, and the tool has now answered:
+        the step is no longer this gate's to settle, but what came back is not thrown away. It
+        is appended to the run's events as ``step.late_outcome`` (changing no row), so the
+        operator deciding the interruption, and ``show``, see that the server answered and
+        what. Best effort: a store that refuses it loses only this note, never a state."""
+        payload = {"tool": self.prop.request.spec.name, "observation": obs.tree()}
+        with contextlib.suppress(StoreError), self.session.gate.store.write() as tx:
+            tx.append(self.session.run_id, self.step.id, at, LATE_OUTCOME_EVENT, payload)
 
 
 def _ms(started: float) -> int:

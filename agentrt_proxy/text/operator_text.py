@@ -182,6 +182,12 @@ def op_block_decide_with(program: str, database: str, run_id: str, approval_id: 
     return f"decide with: {program} approve -db {go_quote(database)} {run_id} -approval {approval_id}   (or reject)"
 
 
+def op_block_late_outcome(kind: str, summary: str) -> str:
+    """An interruption's earlier attempt whose server answered after the run was taken over."""
+    what = "an error" if kind == "tool_error" else "a result"
+    return f"the earlier attempt's server answered after the run was taken over, with {what}: {summary}"
+
+
 def op_block_end(approval_id: str, tool: str) -> str:
     # Nothing model-chosen but the tool's registered name, which the operator's configuration accepted.
     return f"----- end of approval {approval_id} for tool {tool} -----"

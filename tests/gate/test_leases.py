@@ -63,3 +63,33 @@ def test_another_gate_takes_a_run_over_only_once_its_lease_has_passed_by_the_wal
     assert verdict.outcome == "" and sess is not None  # cut off while deciding: nothing ran, it goes on
     assert event_types(store, "s.1")[-3:] == ["lease.taken_over", "step.interrupted", "run.resumed"]
     assert store.get_run("s.1").lease_owner == other.owner
+
+
+def test_an_answer_that_comes_after_a_takeover_is_kept_as_a_late_outcome_the_operator_is_shown(
+    store: Store,
+) -> None:
+    from agentrt_proxy.cli.late_outcomes import late_outcome_lines
+    from agentrt_proxy.gate import LATE_OUTCOME_EVENT
+
+    wall = FakeClock()
+    sess = allowed_payment(gate_on(store, wall))
+    other = gate_on(store, wall)
+    taken: list[object] = []
+
+    class TakenOverMidCall(FakeTool):
+        async def __call__(self, request):  # type: ignore[no-untyped-def]
+            wall.advance(TTL)  # the lease ran out while the server worked: another gate takes the run
+            taken.append(other.attach("s.1"))
+            return await super().__call__(request)
+
+    tool = TakenOverMidCall()
+    with pytest.raises(LeaseLost):
+        anyio.run(sess.execute, tool)
+    assert len(tool.calls) == 1 and taken
+    types = event_types(store, "s.1")
+    assert "lease.taken_over" in types and types[-1] == LATE_OUTCOME_EVENT  # after the takeover's events
+    waiting = [a for a in store.approvals_of("s.1") if a.kind == "interrupted_side_effect"]
+    assert len(waiting) == 1
+    lines = late_outcome_lines(store, waiting[0])
+    said = "the earlier attempt's server answered after the run was taken over, with a result: bank/pay: 13 bytes"
+    assert lines == [said]

@@ -1,0 +1,53 @@
+"""What is known of an interruption's earlier attempt: an answer that came too late to record.
+
+A proxy whose run was taken over while its tool ran still appends what the server answered
+to the run's events (``step.late_outcome``, gate/execution.py). The operator deciding whether
+to run the request again is shown it, so a payment the server reported as made is not paid
+again by mistake, and nothing that came back is called unknown without saying so.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentrt_proxy.cli.operator_views import loads
+from agentrt_proxy.gate import INTERRUPTED_SIDE_EFFECT, LATE_OUTCOME_EVENT
+from agentrt_proxy.store import Approval, Store
+from agentrt_proxy.text import escaping, operator_text
+
+EVENT_PAGE = 200
+SUMMARY_BYTES = 500
+
+
+def late_outcome_lines(store: Store, approval: Approval) -> list[str]:
+    """One line per late answer recorded for the step an interruption approval names."""
+    if approval.kind != INTERRUPTED_SIDE_EFFECT:
+        return []
+    capability = loads(approval.capability_json)
+    named = capability.get("interrupted") if isinstance(capability, dict) else None
+    run_id = named.get("run_id") if isinstance(named, dict) else None
+    step_id = named.get("step_id") if isinstance(named, dict) else None
+    if not isinstance(run_id, str) or not isinstance(step_id, str):
+        run_id, step_id = approval.run_id, ""
+    lines = []
+    for payload in _late_payloads(store, run_id, step_id):
+        observation = payload.get("observation")
+        obs = observation if isinstance(observation, dict) else {}
+        summary = escaping.clean(str(obs.get("summary", "")), SUMMARY_BYTES)
+        lines.append(operator_text.op_block_late_outcome(str(obs.get("kind", "")), summary))
+    return lines
+
+
+def _late_payloads(store: Store, run_id: str, step_id: str) -> list[dict[str, Any]]:
+    found: list[dict[str, Any]] = []
+    after = 0
+    while True:
+        events = store.events_of(run_id, after, EVENT_PAGE)
+        for event in events:
+            if event.type == LATE_OUTCOME_EVENT and (not step_id or event.step_id == step_id):
+                payload = loads(event.payload_json)
+                if isinstance(payload, dict):
+                    found.append(payload)
+        if len(events) < EVENT_PAGE:
+            return found
+        after = events[-1].seq
