@@ -186,7 +186,9 @@ def discover_result(
     }
     if instructions:
         result["instructions"] = instructions
-    return shape_result("server/discover", result, server_info)
+    shaped = shape_result("server/discover", result, server_info)
+    assert isinstance(shaped, dict)  # a dict in, a dict out
+    return shaped
 
 
 def shape_result(

@@ -58,8 +58,11 @@ async def test_a_modern_host_discovers_lists_and_calls_without_initialize() -> N
         "cacheScope": "private",
         "_meta": SERVER_INFO,
     }
-    assert got[3]["result"] == {"content": [{"type": "text", "text": "echo"}], "resultType": "complete",
-                                "_meta": SERVER_INFO}
+    assert got[3]["result"] == {
+        "content": [{"type": "text", "text": "echo"}],
+        "resultType": "complete",
+        "_meta": SERVER_INFO,
+    }
     assert h.tools.seen == [("echo", '{"a": 1}')]  # the call ran once, with its literal arguments
     assert h.tools.contexts[0].protocol_version == "2026-07-28"
     assert h.session.era == "modern" and h.session.protocol_version is None
@@ -154,11 +157,17 @@ async def test_a_passed_through_read_is_shaped_and_subscriptions_are_gone() -> N
     h = Harness()
     h.session._handler = WithResources()
     got = await exchange(
-        h, req(1, "server/discover"), req(2, "resources/read", {"uri": "file:///a"}),
+        h,
+        req(1, "server/discover"),
+        req(2, "resources/read", {"uri": "file:///a"}),
         req(3, "resources/subscribe", {"uri": "file:///a"}),
     )
     assert got[1]["result"]["capabilities"] == {"tools": {"listChanged": False}, "resources": {"listChanged": False}}
-    assert got[2]["result"] == {"resultType": "complete", "ttlMs": 0, "cacheScope": "private",
-                                "contents": [{"uri": "file:///a", "text": "1.50"}]}
+    assert got[2]["result"] == {
+        "resultType": "complete",
+        "ttlMs": 0,
+        "cacheScope": "private",
+        "contents": [{"uri": "file:///a", "text": "1.50"}],
+    }
     assert got[3]["error"]["code"] == -32601
     assert h.session._handler.asked == ["resources/read"]

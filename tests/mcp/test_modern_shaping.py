@@ -107,7 +107,7 @@ def test_every_result_carries_its_type_and_the_cacheable_ones_their_hints(
     assert {key: shaped[key] for key in carries} == carries
     assert ("ttlMs" in shaped) is (method in modern.CACHE_HINTS)
     assert shaped["_meta"][modern.SERVER_INFO_KEY] == INFO
-    assert "resultType" not in result  or result["resultType"] == shaped["resultType"]
+    assert "resultType" not in result or result["resultType"] == shaped["resultType"]
 
 
 def test_a_servers_own_meta_is_not_rewritten() -> None:
@@ -120,11 +120,17 @@ def test_a_servers_own_meta_is_not_rewritten() -> None:
 
 
 RAW_ROWS = [
-    ("resources/read", '{"contents":[{"uri":"a","text":"1.50"}]}',
-     {"resultType": "complete", "ttlMs": 0, "cacheScope": "private", "contents": [{"uri": "a", "text": "1.50"}]}),
+    (
+        "resources/read",
+        '{"contents":[{"uri":"a","text":"1.50"}]}',
+        {"resultType": "complete", "ttlMs": 0, "cacheScope": "private", "contents": [{"uri": "a", "text": "1.50"}]},
+    ),
     ("prompts/get", " { } ", {"resultType": "complete"}),
-    ("completion/complete", '{"resultType":"complete","completion":{"values":[]}}',
-     {"resultType": "complete", "completion": {"values": []}}),
+    (
+        "completion/complete",
+        '{"resultType":"complete","completion":{"values":[]}}',
+        {"resultType": "complete", "completion": {"values": []}},
+    ),
 ]
 
 

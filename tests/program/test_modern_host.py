@@ -25,9 +25,7 @@ def anyio_backend() -> str:
 
 
 def host(w: World, mode: str) -> Client:
-    params = StdioServerParameters(
-        command=w.argv[0], args=[*w.argv[1:], "serve", "-config", str(w.config)], env=w.env
-    )
+    params = StdioServerParameters(command=w.argv[0], args=[*w.argv[1:], "serve", "-config", str(w.config)], env=w.env)
     return Client(params, mode=mode)
 
 
