@@ -1,9 +1,13 @@
 """The host-facing MCP server session over a byte stream pair (the proxy's stdin/stdout).
 
-It speaks the legacy handshake era (2024-11-05 … 2025-11-25), answers
-``server/discover`` and every unknown method at once with -32601 (the Python SDK 2.x
-client probes ``server/discover`` first and waits 10 s on silence), handles requests
-concurrently, and is the only writer of the output stream. What tools exist and what a
+It speaks the legacy handshake era (2024-11-05 … 2025-11-25) and, beside it, the 2026-07-28
+revision (``modern.py``): the first request decides, once. ``initialize`` opens a handshake
+session, served exactly as before the modern era existed; a request whose ``_meta`` names a
+protocol version opens a modern one (``server/discover`` answered, every request's envelope
+checked, every result shaped). A ``server/discover`` without that envelope, and every unknown
+method, is answered at once with -32601 (the Python SDK 2.x client probes first and waits
+10 s on silence). It handles requests concurrently, and is the only writer of the output
+stream. What tools exist and what a
 call does belong to the application (``ToolHandler``).
 """
 
@@ -19,7 +23,7 @@ import anyio
 import anyio.abc
 
 from agentrt_proxy.errors import AgentrtError
-from agentrt_proxy.mcp import jsonrpc
+from agentrt_proxy.mcp import jsonrpc, modern
 from agentrt_proxy.mcp.bounded_lines import BoundedLines, Oversized
 from agentrt_proxy.mcp.jsonrpc import (
     INTERNAL_ERROR,
@@ -59,6 +63,7 @@ READ_CHUNK = 1 << 16
 # The longest line the host may send. The proxy's ``max_message_bytes`` setting bounds the
 # upstream side; this is its host-side counterpart, to be wired to the same setting.
 MAX_HOST_MESSAGE_BYTES = 16 << 20
+LEGACY, MODERN = "legacy", "modern"  # the session's era (``ServerSession.era``)
 
 
 def negotiate_version(requested: object) -> str:
@@ -151,7 +156,8 @@ class ServerSession:
         self._in_flight: dict[tuple[type, RequestId], CallContext] = {}
         self._ids: set[tuple[type, RequestId]] = set()  # every request not yet answered
         self._writer_broken = False
-        self.protocol_version: str | None = None
+        self.protocol_version: str | None = None  # the handshake's version; None in the modern era
+        self.era: str | None = None  # LEGACY or MODERN once the first request has said which
         self.log_level: str | None = None  # the host's logging/setLevel; None: every message goes
         self.initialized = anyio.Event()  # set at notifications/initialized
         self.input_closed = anyio.Event()  # set when the host's stream reaches EOF
@@ -174,7 +180,8 @@ class ServerSession:
 
         Nothing goes before ``initialize`` is answered, and a log message only at or above the
         level the host chose with ``logging/setLevel``: the session keeps what the protocol
-        promises whoever calls it."""
+        promises whoever calls it. A modern session gets none: the revision sends change
+        notifications only on a ``subscriptions/listen`` stream, which is not served."""
         if self.protocol_version is None:
             return
         if method == "notifications/message" and not passes_level((params or {}).get("level"), self.log_level):
@@ -311,9 +318,20 @@ class ServerSession:
 
     # --------------------------------------------------------------- requests
 
+    def _era_of(self, req: Request) -> str | None:
+        """The era the session serves ``req`` in, settled by the first request that says."""
+        if self.era is None:
+            if req.method == "initialize":
+                self.era = LEGACY
+            elif modern.has_envelope(req.params):
+                self.era = MODERN
+        return self.era
+
     async def _answer(self, req: Request) -> dict[str, Any] | None:
         """The answer to one request, or ``None`` if the host cancelled it."""
         try:
+            if self._era_of(req) == MODERN:
+                return await self._answer_modern(req)
             if req.method == "ping":
                 return jsonrpc.result(req.id, {})
             if req.method == "initialize":
@@ -328,7 +346,8 @@ class ServerSession:
                     tools = await tools
                 return jsonrpc.result(req.id, {"tools": tools})
             if req.method == "tools/call":
-                return await self._call(req)
+                called = await self._call(req, self.protocol_version or LATEST_PROTOCOL_VERSION)
+                return None if called is None else jsonrpc.result(req.id, called)
             if req.method == "logging/setLevel":
                 return jsonrpc.result(req.id, self._set_level(req))
             extra = getattr(self._handler, "handle", None)  # the application's other methods, if any
@@ -346,14 +365,46 @@ class ServerSession:
         finally:
             self._ids.discard((type(req.id), req.id))
 
-    async def _initialize(self, req: Request) -> dict[str, Any]:
-        params = req.params or {}
-        version = negotiate_version(params.get("protocolVersion"))
+    async def _answer_modern(self, req: Request) -> dict[str, Any] | None:
+        """A request of the 2026-07-28 revision: its envelope checked, its result shaped."""
+        if req.method == "initialize":
+            raise _rejected(modern.initialize_refused(req.params))
+        envelope = modern.read_envelope(req.params)
+        if isinstance(envelope, modern.Rejection):
+            raise _rejected(envelope)
+        result: Any  # a dict, or a server's own text (RawJSON) from the passthrough
+        extra = getattr(self._handler, "handle", None)
+        if req.method == "server/discover":
+            result = modern.discover_result(await self._capabilities(), self._server_info, self._instructions)
+        elif req.method == "tools/list":
+            tools = self._handler.list_tools()
+            result = {"tools": await tools if inspect.isawaitable(tools) else tools}
+        elif req.method == "tools/call":
+            result = await self._call(req, envelope.version)
+            if result is None:
+                return None
+        elif (
+            extra is not None
+            and req.method not in modern.REMOVED_METHODS
+            and req.method in getattr(self._handler, "methods", ())
+        ):
+            result = await extra(req.method, req.params or {})
+        else:
+            raise JsonRpcError(METHOD_NOT_FOUND, jsonrpc.error_message(METHOD_NOT_FOUND), req.method)
+        return jsonrpc.result(req.id, modern.shape_result(req.method, result or {}, self._server_info))
+
+    async def _capabilities(self) -> dict[str, Any]:
         capabilities: dict[str, Any] = {"tools": {"listChanged": False}, "logging": {}}
         offered = getattr(self._handler, "capabilities", None)  # what the application adds (resources…)
         if offered is not None:
             more = offered()
             capabilities.update(await more if inspect.isawaitable(more) else more)
+        return capabilities
+
+    async def _initialize(self, req: Request) -> dict[str, Any]:
+        params = req.params or {}
+        version = negotiate_version(params.get("protocolVersion"))
+        capabilities = await self._capabilities()
         self.protocol_version = version
         result: dict[str, Any] = {
             "protocolVersion": self.protocol_version,
@@ -373,7 +424,8 @@ class ServerSession:
         self.log_level = level
         return {}
 
-    async def _call(self, req: Request) -> dict[str, Any] | None:
+    async def _call(self, req: Request, version: str) -> dict[str, Any] | None:
+        """The handler's ``CallToolResult``, or ``None`` if the host withdrew the request."""
         params = req.params or {}
         name = params.get("name")
         if not isinstance(name, str):
@@ -391,7 +443,7 @@ class ServerSession:
             request_id=req.id,
             progress_token=token,
             meta=meta,
-            protocol_version=self.protocol_version or LATEST_PROTOCOL_VERSION,
+            protocol_version=version,
             _session=self,
         )
         key = (type(req.id), req.id)
@@ -403,4 +455,8 @@ class ServerSession:
             self._in_flight.pop(key, None)
         if ctx.cancelled.is_set():
             return None  # the host withdrew the request: it gets no answer
-        return jsonrpc.result(req.id, result)
+        return result
+
+
+def _rejected(rejection: modern.Rejection) -> JsonRpcError:
+    return JsonRpcError(rejection.code, rejection.message, rejection.data)
