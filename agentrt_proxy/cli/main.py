@@ -69,9 +69,25 @@ def _reject(args: list[str]) -> int:
 
 
 def _verify(args: list[str]) -> int:
+    from agentrt_proxy.cli import verify_file
+
+    if verify_file.wants_file(args):
+        return verify_file.command(args)  # an export, offline: no database
     from agentrt_proxy.cli import operator
 
     return operator.verify_command(args)
+
+
+def _export(args: list[str]) -> int:
+    from agentrt_proxy.cli import export
+
+    return export.command(args)
+
+
+def _watch(args: list[str]) -> int:
+    from agentrt_proxy.cli import watch
+
+    return watch.command(args)
 
 
 def _demo(args: list[str]) -> int:
@@ -91,6 +107,8 @@ COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "approve": _approve,
     "reject": _reject,
     "verify": _verify,
+    "export": _export,
+    "watch": _watch,
     "demo": _demo,
 }
 

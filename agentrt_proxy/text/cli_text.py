@@ -84,3 +84,28 @@ def program_invocation() -> str:
 
 def help_text() -> str:
     return SCOPE + "\n" + USAGE
+
+# export and verify -file (cli/export.py, cli/verify_file.py): the audit trail as a file.
+EXPORT_BAD_FORMAT = "-format must be jsonl or csv, not {text}"
+EXPORT_BAD_SINCE = "-since must be a time (2025-01-31T00:00:00Z) or a duration ago (24h), not {text}"
+EXPORT_WROTE = "export: {count} event(s), seq {first}..{last}, written to {path}; head {head_seq}:{head_hash}"
+EXPORT_WROTE_NONE = "export: no event at or after -since; nothing written to {path}"
+EXPORT_CANNOT_WRITE = "cannot write the export {path}: {detail}"
+VERIFY_FILE_CANNOT_READ = "cannot read the export {path}: {detail}"
+VERIFY_FILE_WITH_DB = "-file checks an export on its own: give it without -db and -config"
+VERIFY_FILE_BAD_LINE = "export line {line}: {detail}"
+VERIFY_FILE_EMPTY = "export: no events in {path}"
+VERIFY_FILE_INTACT = "export: intact, {count} event(s) checked, seq {first}..{last}; last hash {hash}"
+VERIFY_FILE_FROM_MIDDLE = (
+    "export: it begins at seq {seq}, so the hash before it ({prev}) is taken as written: "
+    "hold it to a head you kept with -head"
+)
+VERIFY_FILE_BROKEN = "export: BROKEN at seq {seq}: {detail}"
+VERIFY_FILE_GAP = "the seq after {prev} is {seq}: events are missing or reordered"
+VERIFY_FILE_PREV = "its prev_hash is not the hash of seq {prev}: an event was removed, added or changed before it"
+VERIFY_FILE_HASH = "its hash does not match its contents: the event was changed"
+VERIFY_FILE_FIRST = "the first event, seq 1, must have an empty prev_hash"
+VERIFY_FILE_HEAD_MATCHES = "kept head: seq {seq} matches"
+VERIFY_FILE_HEAD_MISSING = "kept head: seq {seq} is not in the export"
+VERIFY_FILE_HEAD_CHANGED = "kept head: seq {seq} is {found} in the export, not {kept}: the trail was rewritten"
+VERIFY_FILE_NEED_PATH = "-file needs the path of an export"
