@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import csv
-import io
 import json
 import os
 import sys
@@ -94,7 +93,7 @@ def write_records(items: Iterator[tuple[Event, str]], fmt: str, out: TextIO) -> 
         if writer is not None:
             writer.writerow(row)
         else:
-            out.write(json.dumps(dict(zip(FIELDS, row)), ensure_ascii=False, separators=(",", ":")) + "\n")
+            out.write(json.dumps(dict(zip(FIELDS, row, strict=True)), ensure_ascii=False, separators=(",", ":")) + "\n")
         count, last, last_hash = count + 1, ev.seq, ev.hash
         first = first or ev.seq
     return count, first, last, last_hash
@@ -108,9 +107,17 @@ def _export(path: str, fmt: str, since: int | None, out_path: str | None) -> int
             return 0
         count, first, last, _ = _write_file(out_path, lambda f: write_records(records(store, since), fmt, f))
     if count:
-        sys.stderr.write(cli_text.EXPORT_WROTE.format(
-            count=count, first=first, last=last, path=escaping.go_quote(out_path),
-            head_seq=head_seq, head_hash=head_hash) + "\n")
+        sys.stderr.write(
+            cli_text.EXPORT_WROTE.format(
+                count=count,
+                first=first,
+                last=last,
+                path=escaping.go_quote(out_path),
+                head_seq=head_seq,
+                head_hash=head_hash,
+            )
+            + "\n"
+        )
     else:
         sys.stderr.write(cli_text.EXPORT_WROTE_NONE.format(path=escaping.go_quote(out_path)) + "\n")
     return 0
@@ -126,17 +133,19 @@ def _write_file(out_path: str, body: Callable[[TextIO], Summary]) -> Summary:
     try:
         fd, tmp = tempfile.mkstemp(prefix=".export-", dir=directory)
     except OSError as err:
-        raise operator.OperatorError(cli_text.EXPORT_CANNOT_WRITE.format(
-            path=escaping.go_quote(out_path), detail=err.strerror or err)) from None
+        raise operator.OperatorError(
+            cli_text.EXPORT_CANNOT_WRITE.format(path=escaping.go_quote(out_path), detail=err.strerror or err)
+        ) from None
     try:
-        with io.open(fd, "w", encoding="utf-8", newline="") as f:
+        with open(fd, "w", encoding="utf-8", newline="") as f:
             result = body(f)
         os.replace(tmp, out_path)
     except OSError as err:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
-        raise operator.OperatorError(cli_text.EXPORT_CANNOT_WRITE.format(
-            path=escaping.go_quote(out_path), detail=err.strerror or err)) from None
+        raise operator.OperatorError(
+            cli_text.EXPORT_CANNOT_WRITE.format(path=escaping.go_quote(out_path), detail=err.strerror or err)
+        ) from None
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentrt_proxy.cli.export import FIELDS
+from agentrt_proxy.errors import InvalidValue
 from agentrt_proxy.store import chain_hash
 from agentrt_proxy.text import cli_text, escaping
 
@@ -34,8 +35,8 @@ class Record:
     hash: str
 
 
-class BadRecord(Exception):
-    """A line of the export that is not a record (local: it becomes one line of the report)."""
+class BadRecord(InvalidValue):
+    """A line of the export that is not a record (it becomes one line of the report)."""
 
 
 @dataclass
@@ -112,7 +113,7 @@ def _records(path: str) -> Iterator[Record]:
         for row in reader:
             if len(row) != len(FIELDS):
                 raise BadRecord(cli_text.VERIFY_FILE_BAD_LINE.format(line=reader.line_num, detail="wrong field count"))
-            yield _record(reader.line_num, dict(zip(FIELDS, row)))
+            yield _record(reader.line_num, dict(zip(FIELDS, row, strict=True)))
 
 
 def _json_line(number: int, line: str) -> dict[str, Any]:

@@ -30,8 +30,11 @@ def command(argv: list[str]) -> int:
         raise UsageError(operator_text.OP_BLANK_BY)
     source = operator._database(fl)
     screen = not fl.on("json") and _terminal()
-    return operator._guarded("watch", source, lambda path: _watch(path, screen, fl.on("json") or not screen,
-                                                                  fl.on("notify"), command_argv, by))
+    return operator._guarded(
+        "watch",
+        source,
+        lambda path: _watch(path, screen, fl.on("json") or not screen, fl.on("notify"), command_argv, by),
+    )
 
 
 def _terminal() -> bool:
@@ -41,8 +44,7 @@ def _terminal() -> bool:
         return False
 
 
-def _watch(path: str, screen: bool, as_json: bool, notify: bool, command_argv: list[str] | None,
-           by: str | None) -> int:
+def _watch(path: str, screen: bool, as_json: bool, notify: bool, command_argv: list[str] | None, by: str | None) -> int:
     outputs = watch_out.Outputs(os.path.abspath(path), as_json, notify, command_argv, dict(os.environ))
     with operator._opened(path, writer=False) as store:
         feed = Feed(store)

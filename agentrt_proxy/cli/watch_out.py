@@ -7,6 +7,7 @@ model-chosen value reaches a notifier only as one argument, bounded and made saf
 
 from __future__ import annotations
 
+import contextlib
 import shlex
 import shutil
 import subprocess
@@ -36,8 +37,10 @@ def notify_argv(tool: str, path: str, change: Change) -> list[str]:
     """The notifier's argument vector: the tool and a short summary, never the arguments whole."""
     fields = change_json(change, "")
     body = cli_text.WATCH_NOTIFY_BODY.format(
-        tool=escaping.clean(fields["tool"], 60), kind=escaping.clean(fields["kind"], 40),
-        summary=escaping.clean(fields["summary"], 80))
+        tool=escaping.clean(fields["tool"], 60),
+        kind=escaping.clean(fields["kind"], 40),
+        summary=escaping.clean(fields["summary"], 80),
+    )
     if tool == "osascript":
         script = f"display notification {_applescript(body)} with title {_applescript(cli_text.WATCH_NOTIFY_TITLE)}"
         return [path, "-e", script]
@@ -48,8 +51,19 @@ def exec_env(change: Change, database: str, base: dict[str, str]) -> dict[str, s
     """The approval's fields as AGENTRT_* variables beside the operator's environment."""
     fields = change_json(change, database)
     env = dict(base)
-    for key in ("event", "approval_id", "run_id", "kind", "tool", "status", "summary", "created_at", "hash",
-                "database", "expires_at"):
+    for key in (
+        "event",
+        "approval_id",
+        "run_id",
+        "kind",
+        "tool",
+        "status",
+        "summary",
+        "created_at",
+        "hash",
+        "database",
+        "expires_at",
+    ):
         env[f"AGENTRT_{key.upper()}"] = escaping.sanitize(str(fields.get(key, "")))
     return env
 
@@ -66,7 +80,7 @@ class Outputs:
     platform: str = sys.platform
     notifier: tuple[str, str | None] | None = None
     children: list[subprocess.Popen[bytes]] = field(default_factory=list)
-    say: Callable[[str], None] = lambda line: sys.stderr.write(line + "\n")
+    say: Callable[[str], None] = field(default=lambda line: _stderr(line))
 
     def start(self) -> None:
         if self.notify:
@@ -81,16 +95,23 @@ class Outputs:
             sys.stdout.flush()
         if change.kind != "waiting":
             return
-        if self.notifier is not None and self.notifier[1] is not None:
+        if self.notifier is not None:
             tool, path = self.notifier
-            self._spawn(notify_argv(tool, path, change), None, tool)
+            if path is not None:
+                self._spawn(notify_argv(tool, path, change), None, tool)
         if self.command:
             self._spawn(self.command, exec_env(change, self.database, self.base_env), shlex.join(self.command))
 
     def _spawn(self, argv: list[str], env: dict[str, str] | None, name: str) -> None:
         try:
-            self.children.append(subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL,
-                                                  stdout=subprocess.DEVNULL if not self.as_json else sys.stderr))
+            self.children.append(
+                subprocess.Popen(
+                    argv,
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.DEVNULL if not self.as_json else sys.stderr,
+                )
+            )
         except OSError as err:
             text = cli_text.WATCH_EXEC_FAILED if env is not None else cli_text.WATCH_NOTIFY_FAILED
             self.say(text.format(command=escaping.clean(name, 200), tool=name, detail=err.strerror or err))
@@ -99,13 +120,15 @@ class Outputs:
     def reap(self, wait: float = 0) -> None:
         alive = []
         for child in self.children:
-            try:
-                child.wait(timeout=wait or None) if wait else child.poll()
-            except subprocess.TimeoutExpired:
-                pass
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                child.wait(timeout=wait) if wait else child.poll()
             if child.returncode is None:
                 alive.append(child)
         self.children = alive
+
+
+def _stderr(line: str) -> None:
+    sys.stderr.write(line + "\n")
 
 
 def exec_command(text: str | None) -> list[str] | None:

@@ -9,6 +9,7 @@ A decision opens a writer only for that moment and is bound to the hash of the r
 
 from __future__ import annotations
 
+import contextlib
 import curses
 import os
 from typing import Any
@@ -82,8 +83,11 @@ class Screen:
         win.refresh()
 
     def lines(self, width: int) -> list[tuple[str, int]]:
-        out = [(cli_text.WATCH_TITLE.format(database=escaping.clean(os.path.abspath(self.path), 200)), curses.A_BOLD),
-               ("", 0), (cli_text.WATCH_WAITING_HEAD.format(count=len(self.waiting)), curses.A_BOLD)]
+        out = [
+            (cli_text.WATCH_TITLE.format(database=escaping.clean(os.path.abspath(self.path), 200)), curses.A_BOLD),
+            ("", 0),
+            (cli_text.WATCH_WAITING_HEAD.format(count=len(self.waiting)), curses.A_BOLD),
+        ]
         if not self.waiting:
             out.append((cli_text.WATCH_NONE_WAITING, 0))
         for i, a in enumerate(self.waiting):
@@ -103,12 +107,14 @@ class Screen:
         try:
             with operator._opened(self.path, writer=True) as store:
                 shown = store.get_approval(chosen.id)  # the row as it is now: the one shown
-                block = views.approval_block(shown, operator._approval_reason(store, shown),
-                                             program_invocation(), os.path.abspath(self.path))
+                block = views.approval_block(
+                    shown, operator._approval_reason(store, shown), program_invocation(), os.path.abspath(self.path)
+                )
                 note = ""
                 if verb == "approve":
-                    answer = self.page(win, block, cli_text.WATCH_CONFIRM.format(
-                        verb="Approve", approval=shown.id, run=shown.run_id))
+                    answer = self.page(
+                        win, block, cli_text.WATCH_CONFIRM.format(verb="Approve", approval=shown.id, run=shown.run_id)
+                    )
                     if answer.strip().lower() not in ("y", "yes"):
                         self.message = cli_text.WATCH_CANCELLED
                         return
@@ -122,8 +128,9 @@ class Screen:
                     return
                 decide = approvals.approve_shown if verb == "approve" else approvals.reject_shown
                 decided = decide(store, shown.run_id, shown.id, shown.hash, self.by, note)
-                self.message = cli_text.WATCH_DONE.format(approval=decided.id, status=decided.status,
-                                                          by=escaping.clean(self.by, 60))
+                self.message = cli_text.WATCH_DONE.format(
+                    approval=decided.id, status=decided.status, by=escaping.clean(self.by, 60)
+                )
         except (AgentrtError, NotFound) as err:
             self.message = cli_text.WATCH_NOT_DONE.format(detail=escaping.clean(str(err), 300))
 
@@ -136,12 +143,11 @@ class Screen:
                 win.erase()
                 height, width = win.getmaxyx()
                 body = height - 1
-                for row, text in enumerate(lines[top: top + body]):
+                for row, text in enumerate(lines[top : top + body]):
                     _put(win, row, text, width, 0)
                 more = top + body < len(lines)
                 if more or prompt is None:
-                    _put(win, height - 1, cli_text.WATCH_MORE if more else cli_text.WATCH_END, width,
-                         curses.A_REVERSE)
+                    _put(win, height - 1, cli_text.WATCH_MORE if more else cli_text.WATCH_END, width, curses.A_REVERSE)
                     key = win.getch()
                     if key in (ord("q"), 27):
                         return ""
@@ -171,8 +177,13 @@ class Screen:
                 run = store.get_run(run_id)
             except NotFound:
                 return
-            lines = [*views.run_header(run), "", *views.steps_table(store.steps_of(run_id)), "",
-                     operator_text.OP_EVENTS]
+            lines = [
+                *views.run_header(run),
+                "",
+                *views.steps_table(store.steps_of(run_id)),
+                "",
+                operator_text.OP_EVENTS,
+            ]
             lines += [views.event_line(e) for e in store.events_of(run_id, 0, 500)]
         self.page(win, lines, None)
 
@@ -183,13 +194,14 @@ def _recent(ev: Any) -> str:
     when = views.local_time(ev.at)[11:19]
     if ev.type == "approval.decided":
         note = f": {escaping.clean(str(payload.get('note', '')), 40)}" if payload.get("note") else ""
-        return escaping.clean(f"{when}  {payload.get('approval_id', '')} {payload.get('status', '')}"
-                              f" by {payload.get('by', '')}{note}", 200)
+        return escaping.clean(
+            f"{when}  {payload.get('approval_id', '')} {payload.get('status', '')} by {payload.get('by', '')}{note}",
+            200,
+        )
     return escaping.clean(f"{when}  run {ev.run_id} finished {payload.get('status', '')}", 200)
 
 
 def _put(win: Any, row: int, text: str, width: int, attr: int) -> None:
-    try:
+    # The last cell of the screen, or a screen smaller than the text: curses says so.
+    with contextlib.suppress(curses.error):
         win.addnstr(row, 0, text, max(0, width - 1), attr)
-    except curses.error:
-        pass  # the last cell of the screen, or a screen smaller than the text: curses says so

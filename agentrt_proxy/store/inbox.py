@@ -29,4 +29,3 @@ def events_after(store: Store, after_seq: int, limit: int = PAGE) -> list[Event]
             f"SELECT {EVENT_COLS} FROM events WHERE seq > ? ORDER BY seq LIMIT ?", (after_seq, max(0, limit))
         ).fetchall()
     return [Event(*r) for r in rows]
-

@@ -49,6 +49,9 @@ usage:
   {PROGRAM} approve (-config FILE | -db DB) RUN [-approval ID] [-yes]
   {PROGRAM} reject (-config FILE | -db DB) RUN [-approval ID] -note TEXT
   {PROGRAM} verify (-config FILE | -db DB) [-head SEQ:HASH]   the audit chain, and the state against it
+  {PROGRAM} watch (-config FILE | -db DB) [-json] [-notify] [-exec CMD]   the waiting approvals, live
+  {PROGRAM} export (-config FILE | -db DB) [-since TIME] [-format jsonl|csv] [-o FILE]
+  {PROGRAM} verify -file EXPORT [-head SEQ:HASH]   an export checked on its own, offline
   {PROGRAM} demo [-keep]             a scripted walk through everything, no model needed
   {PROGRAM} --version
 
@@ -133,3 +136,10 @@ WATCH_CANCELLED = "not decided"
 WATCH_MORE = "-- more: space/down for more, q to go back --"
 WATCH_END = "-- end: q to go back --"
 WATCH_TOO_SMALL = "watch needs at least 40x10"
+
+
+def usage_hint(command: str) -> str:
+    """A usage error's hint: the command's own usage line(s) and where the rest is."""
+    mine = [line.strip() for line in USAGE.splitlines() if line.startswith(f"  {PROGRAM} {command} ")]
+    shown = "".join(f"usage: {line}\n" for line in mine) or "usage:\n"
+    return shown + f"run {PROGRAM} -help for every command\n"

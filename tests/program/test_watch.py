@@ -53,8 +53,14 @@ class Lines:
 
 @contextmanager
 def watching(argv: list[str], env: dict[str, str], *args: str) -> Iterator[Lines]:
-    process = subprocess.Popen([*argv, "watch", *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                               stdin=subprocess.DEVNULL, text=True, env=env)
+    process = subprocess.Popen(
+        [*argv, "watch", *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.DEVNULL,
+        text=True,
+        env=env,
+    )
     try:
         yield Lines(process)
     finally:
@@ -88,7 +94,8 @@ def wait_lines(path: Path, count: int, timeout: float = 10) -> list[str]:
 
 
 async def test_watch_in_a_pipe_prints_one_json_line_per_new_approval_and_per_decision(
-        tmp_path: Path, program_argv: list[str], program_env: dict[str, str]) -> None:
+    tmp_path: Path, program_argv: list[str], program_env: dict[str, str]
+) -> None:
     async with world(tmp_path, program_argv, program_env) as w, proxy(w) as host:
         with watching(program_argv, program_env, "-db", w.db) as lines:
             assert lines.none_within(0.5)  # nothing waits yet: not a line
@@ -100,8 +107,7 @@ async def test_watch_in_a_pipe_prints_one_json_line_per_new_approval_and_per_dec
             assert "to=nina" in waiting["summary"]
             await w.approve(approval)
             decided = lines.next()
-            assert (decided["event"], decided["approval_id"], decided["status"]) == ("decided", approval.id,
-                                                                                      "approved")
+            assert (decided["event"], decided["approval_id"], decided["status"]) == ("decided", approval.id, "approved")
             assert text_of(await host.call("bank_pay", {"to": "nina", "amount": 12})) == "paid 12.00 to nina"
             assert prefix(await host.call("bank_pay", {"to": "otto", "amount": 3})) == "PENDING_APPROVAL"
             second = lines.next()
@@ -115,7 +121,8 @@ async def test_watch_in_a_pipe_prints_one_json_line_per_new_approval_and_per_dec
 
 
 async def test_watch_notify_calls_notify_send_once_per_new_approval(
-        tmp_path: Path, program_argv: list[str], program_env: dict[str, str]) -> None:
+    tmp_path: Path, program_argv: list[str], program_env: dict[str, str]
+) -> None:
     log = stub(tmp_path, "notify-send")
     env = {**program_env, "PATH": f"{tmp_path / 'bin'}{os.pathsep}{program_env.get('PATH', os.environ['PATH'])}"}
     secret = "s3cr3t-" + "x" * 300
@@ -132,7 +139,8 @@ async def test_watch_notify_calls_notify_send_once_per_new_approval(
 
 
 async def test_watch_notify_without_notify_send_says_so_in_one_line_and_goes_on(
-        tmp_path: Path, program_argv: list[str], program_env: dict[str, str]) -> None:
+    tmp_path: Path, program_argv: list[str], program_env: dict[str, str]
+) -> None:
     (tmp_path / "bin").mkdir()
     env = {**program_env, "PATH": str(tmp_path / "bin")}  # no notify-send anywhere on it
     async with world(tmp_path, program_argv, program_env) as w, proxy(w) as host:
@@ -147,7 +155,8 @@ async def test_watch_notify_without_notify_send_says_so_in_one_line_and_goes_on(
 
 
 async def test_watch_exec_runs_the_command_per_new_approval_with_its_fields_and_no_shell(
-        tmp_path: Path, program_argv: list[str], program_env: dict[str, str]) -> None:
+    tmp_path: Path, program_argv: list[str], program_env: dict[str, str]
+) -> None:
     log = stub(tmp_path, "on-approval")
     command = f"{tmp_path / 'bin' / 'on-approval'} 'one arg; $(touch {tmp_path / 'pwned'})'"
     async with world(tmp_path, program_argv, program_env) as w, proxy(w) as host:
@@ -157,3 +166,19 @@ async def test_watch_exec_runs_the_command_per_new_approval_with_its_fields_and_
             calls = wait_lines(log, 1)
     assert calls == [f"one arg; $(touch {tmp_path / 'pwned'})|id={approval.id} run={approval.run_id} tool=bank_pay"]
     assert not (tmp_path / "pwned").exists()
+
+
+async def test_approve_on_a_run_with_one_pending_approval_needs_no_approval_flag(
+    tmp_path: Path, program_argv: list[str], program_env: dict[str, str]
+) -> None:
+    from tests.conftest import run_program
+
+    async with world(tmp_path, program_argv, program_env) as w, proxy(w) as host:
+        await host.call("bank_pay", {"to": "nina", "amount": 12})
+        [approval] = w.pending()
+        assert f'watch -db "{w.db}"' in host.stderr  # the proxy's line names watch first
+        done = run_program(["approve", "-db", w.db, approval.run_id, "-yes"], env={"USER": "ann"})
+        assert done.returncode == 0, done.stderr
+        assert w.approvals()[0].status == "approved" and w.approvals()[0].decided_by == "ann"
+        assert text_of(await host.call("bank_pay", {"to": "nina", "amount": 12})) == "paid 12.00 to nina"
+        assert w.payments() == 1

@@ -60,8 +60,11 @@ def pane(tmp_path: Path, command: list[str], env: dict[str, str]) -> Iterator[Pa
     socket = tmp_path / "tmux.sock"
     exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items() if k in ("PYTHONPATH", "PATH"))
     line = f"env {exports} TERM=xterm USER=watcher {shlex.join(command)}; sleep 30"
-    subprocess.run([str(TMUX), "-S", str(socket), "-f", "/dev/null", "new-session", "-d", "-s", "w", "-x", "80",
-                    "-y", "24", line], check=True, timeout=10)
+    subprocess.run(
+        [str(TMUX), "-S", str(socket), "-f", "/dev/null", "new-session", "-d", "-s", "w", "-x", "80", "-y", "24", line],
+        check=True,
+        timeout=10,
+    )
     p = Pane(socket, "w")
     try:
         yield p
@@ -70,7 +73,8 @@ def pane(tmp_path: Path, command: list[str], env: dict[str, str]) -> Iterator[Pa
 
 
 async def test_watch_in_a_terminal_approves_with_a_and_y_and_rejects_with_r_and_a_note(
-        tmp_path: Path, program_argv: list[str], program_env: dict[str, str]) -> None:
+    tmp_path: Path, program_argv: list[str], program_env: dict[str, str]
+) -> None:
     nina = {"to": "nina", "amount": 12}
     async with world(tmp_path, program_argv, program_env) as w, proxy(w) as host:
         with pane(tmp_path, [*program_argv, "watch", "-db", w.db], program_env) as p:
