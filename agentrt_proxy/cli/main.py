@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 from agentrt_proxy import __version__
 from agentrt_proxy.errors import AgentrtError, UsageError
-from agentrt_proxy.text.cli_text import PROGRAM, USAGE, help_text
+from agentrt_proxy.text.cli_text import PROGRAM, USAGE, help_text, usage_hint
 
 # Each command's module is imported only when it is chosen (lazy on purpose: ``--help`` and
 # ``--version`` start as fast as the interpreter, and ``serve`` loads nothing it does not use
@@ -69,9 +69,25 @@ def _reject(args: list[str]) -> int:
 
 
 def _verify(args: list[str]) -> int:
+    from agentrt_proxy.cli import verify_file
+
+    if verify_file.wants_file(args):
+        return verify_file.command(args)  # an export, offline: no database
     from agentrt_proxy.cli import operator
 
     return operator.verify_command(args)
+
+
+def _export(args: list[str]) -> int:
+    from agentrt_proxy.cli import export
+
+    return export.command(args)
+
+
+def _watch(args: list[str]) -> int:
+    from agentrt_proxy.cli import watch
+
+    return watch.command(args)
 
 
 def _demo(args: list[str]) -> int:
@@ -91,6 +107,8 @@ COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "approve": _approve,
     "reject": _reject,
     "verify": _verify,
+    "export": _export,
+    "watch": _watch,
     "demo": _demo,
 }
 
@@ -119,7 +137,7 @@ def main(argv: list[str] | None = None) -> int:
         sys.stderr.write(f"{PROGRAM}: {name}: this copy of the program is damaged ({err}); reinstall it\n")
         return 1
     except UsageError as err:
-        sys.stderr.write(f"{PROGRAM}: {name}: {err}\n\n{USAGE}")
+        sys.stderr.write(f"{PROGRAM}: {name}: {err}\n{usage_hint(name)}")  # one line and a hint
         return 2
     except AgentrtError as err:
         # A refusal a command did not word itself: one line naming it, never a traceback.

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from agentrt_proxy.canonical.encoder import go_json
-from agentrt_proxy.cli import flags, verify_state
+from agentrt_proxy.cli import flags, verify_state, who
 from agentrt_proxy.cli import operator_views as views
 from agentrt_proxy.cli.flags import Flags, UsageError
 from agentrt_proxy.cli.late_outcomes import late_outcome_lines
@@ -336,7 +336,7 @@ def _decide_args(verb: str, fl: Flags) -> DecideArgs:
     run_id = _one_run(fl)
     by = fl.get("by")
     if by is None:
-        by = os.environ.get("USER")
+        by = who.deciding_user()  # $USER, the system's name for the account, then the uid
         if by is None:
             raise UsageError(operator_text.OP_NEED_BY)
     if not by.strip():

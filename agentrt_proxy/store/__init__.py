@@ -32,6 +32,7 @@ from agentrt_proxy.store.errors import (
     WouldBlock,
 )
 from agentrt_proxy.store.ids import new_id, new_run_id
+from agentrt_proxy.store.inbox import events_after, pending_approvals
 from agentrt_proxy.store.index import ProxyCall
 from agentrt_proxy.store.replay import Mismatch, call_record
 from agentrt_proxy.store.rows import Approval, Event, Run, RunSummary, Step
@@ -131,7 +132,9 @@ __all__ = [
     "WouldBlock",
     "call_record",
     "chain_hash",
+    "events_after",
     "new_id",
     "new_run_id",
+    "pending_approvals",
     "record_passthrough",
 ]

@@ -49,6 +49,9 @@ usage:
   {PROGRAM} approve (-config FILE | -db DB) RUN [-approval ID] [-yes]
   {PROGRAM} reject (-config FILE | -db DB) RUN [-approval ID] -note TEXT
   {PROGRAM} verify (-config FILE | -db DB) [-head SEQ:HASH]   the audit chain, and the state against it
+  {PROGRAM} watch (-config FILE | -db DB) [-json] [-notify] [-exec CMD]   the waiting approvals, live
+  {PROGRAM} export (-config FILE | -db DB) [-since TIME] [-format jsonl|csv] [-o FILE]
+  {PROGRAM} verify -file EXPORT [-head SEQ:HASH]   an export checked on its own, offline
   {PROGRAM} demo [-keep]             a scripted walk through everything, no model needed
   {PROGRAM} --version
 
@@ -84,3 +87,59 @@ def program_invocation() -> str:
 
 def help_text() -> str:
     return SCOPE + "\n" + USAGE
+
+# export and verify -file (cli/export.py, cli/verify_file.py): the audit trail as a file.
+EXPORT_BAD_FORMAT = "-format must be jsonl or csv, not {text}"
+EXPORT_BAD_SINCE = "-since must be a time (2025-01-31T00:00:00Z) or a duration ago (24h), not {text}"
+EXPORT_WROTE = "export: {count} event(s), seq {first}..{last}, written to {path}; head {head_seq}:{head_hash}"
+EXPORT_WROTE_NONE = "export: no event at or after -since; nothing written to {path}"
+EXPORT_CANNOT_WRITE = "cannot write the export {path}: {detail}"
+VERIFY_FILE_CANNOT_READ = "cannot read the export {path}: {detail}"
+VERIFY_FILE_WITH_DB = "-file checks an export on its own: give it without -db and -config"
+VERIFY_FILE_BAD_LINE = "export line {line}: {detail}"
+VERIFY_FILE_EMPTY = "export: no events in {path}"
+VERIFY_FILE_INTACT = "export: intact, {count} event(s) checked, seq {first}..{last}; last hash {hash}"
+VERIFY_FILE_FROM_MIDDLE = (
+    "export: it begins at seq {seq}, so the hash before it ({prev}) is taken as written: "
+    "hold it to a head you kept with -head"
+)
+VERIFY_FILE_BROKEN = "export: BROKEN at seq {seq}: {detail}"
+VERIFY_FILE_GAP = "the seq after {prev} is {seq}: events are missing or reordered"
+VERIFY_FILE_PREV = "its prev_hash is not the hash of seq {prev}: an event was removed, added or changed before it"
+VERIFY_FILE_HASH = "its hash does not match its contents: the event was changed"
+VERIFY_FILE_FIRST = "the first event, seq 1, must have an empty prev_hash"
+VERIFY_FILE_HEAD_MATCHES = "kept head: seq {seq} matches"
+VERIFY_FILE_HEAD_MISSING = "kept head: seq {seq} is not in the export"
+VERIFY_FILE_HEAD_CHANGED = "kept head: seq {seq} is {found} in the export, not {kept}: the trail was rewritten"
+VERIFY_FILE_NEED_PATH = "-file needs the path of an export"
+
+# watch (cli/watch*.py): the operator's inbox.
+WATCH_NO_NOTIFIER = "watch: no {tool} on this machine: no desktop notifications; the view goes on"
+WATCH_NO_NOTIFIER_PLATFORM = "watch: no desktop notifier is known on this platform; the view goes on"
+WATCH_NOTIFY_TITLE = "agentrt-proxy: an approval waits"
+WATCH_NOTIFY_BODY = "{tool} ({kind}): {summary}"
+WATCH_EXEC_EMPTY = "-exec needs a command"
+WATCH_EXEC_FAILED = "watch: -exec {command}: {detail}; the view goes on"
+WATCH_NOTIFY_FAILED = "watch: {tool}: {detail}; the view goes on"
+WATCH_JSON_AND_SCREEN = "watch: standard output is not a terminal: one JSON line per change"
+WATCH_TITLE = "agentrt-proxy watch  {database}"
+WATCH_KEYS = "a approve  r reject  enter show  up/down select  q quit"
+WATCH_WAITING_HEAD = "WAITING ({count})"
+WATCH_NONE_WAITING = "  nothing waits for you"
+WATCH_RECENT_HEAD = "RECENT"
+WATCH_NONE_RECENT = "  nothing decided since watch started"
+WATCH_CONFIRM = "{verb} {approval} of run {run}? [y/N] "
+WATCH_NOTE = "note for the model (empty to cancel): "
+WATCH_DONE = "{approval}: {status} by {by}"
+WATCH_NOT_DONE = "not decided: {detail}"
+WATCH_CANCELLED = "not decided"
+WATCH_MORE = "-- more: space/down for more, q to go back --"
+WATCH_END = "-- end: q to go back --"
+WATCH_TOO_SMALL = "watch needs at least 40x10"
+
+
+def usage_hint(command: str) -> str:
+    """A usage error's hint: the command's own usage line(s) and where the rest is."""
+    mine = [line.strip() for line in USAGE.splitlines() if line.startswith(f"  {PROGRAM} {command} ")]
+    shown = "".join(f"usage: {line}\n" for line in mine) or "usage:\n"
+    return shown + f"run {PROGRAM} -help for every command\n"

@@ -22,7 +22,8 @@ def operator_waits(approval_id: str, kind: str, tool: str, run_id: str) -> str:
 
 def operator_decide_with(program: str, database: str, run_id: str, approval_id: str) -> str:
     return operator_line(
-        f"  decide with: {program} approve -db {go_quote(database)} {run_id} -approval {approval_id}   (or reject)"
+        f"  decide with: {program} watch -db {go_quote(database)}   or exactly: "
+        f"{program} approve -db {go_quote(database)} {run_id} -approval {approval_id}   (or reject)"
     )
 
 
@@ -118,7 +119,7 @@ def operator_command_error(command: str, text: str) -> str:
 OP_NEED_DATABASE = "name the database with -db FILE or the configuration with -config FILE"
 OP_BOTH_DATABASE = "give -db or -config, not both"
 OP_NEED_RUN = "name one run"
-OP_NEED_BY = "say who decides with -by WHO ($USER is not set)"
+OP_NEED_BY = "say who decides with -by WHO ($USER is not set and the system names no account)"
 OP_BLANK_BY = "-by must not be blank"
 OP_NEED_NOTE = "reject needs -note TEXT: the model is shown it"
 OP_NEGATIVE = "-{name} must not be negative"

@@ -118,9 +118,24 @@ def test_reject_needs_a_note(waiting: Waiting, capsys: pytest.CaptureFixture[str
 
 def test_deciding_needs_a_decider(waiting: Waiting, monkeypatch: pytest.MonkeyPatch,
                                   capsys: pytest.CaptureFixture[str]) -> None:
+    # $USER unset, no account name from the system, no uid: only then is -by demanded.
     monkeypatch.delenv("USER", raising=False)
+
+    def nameless() -> str:
+        raise OSError("no account name")
+
+    monkeypatch.setattr("getpass.getuser", nameless)
+    monkeypatch.delattr("os.getuid")
     assert main.main(["approve", "-db", str(waiting.db), waiting.run_id, "-yes"]) == 2
     assert "-by WHO" in capsys.readouterr().err
+
+
+def test_with_user_unset_the_account_name_decides(waiting: Waiting, monkeypatch: pytest.MonkeyPatch,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    monkeypatch.delenv("USER", raising=False)
+    monkeypatch.setattr("getpass.getuser", lambda: "from-the-system")
+    assert main.main(["approve", "-db", str(waiting.db), waiting.run_id, "-yes"]) == 0
+    assert "approved by from-the-system" in capsys.readouterr().out
 
 
 def test_clear_lines_for_unknown_decided_and_ambiguous_approvals(
