@@ -67,6 +67,14 @@ class Runtime:
         }
         self.policy = ProxyPolicy.from_config(config, offered)
         clock = clock or WallClock()
+        from agentrt_proxy.proxy.guarded import Guarded, UntrustedSource
+
+        from agentrt_proxy.config.budget_fields import unpriced
+
+        for entry in unpriced(config.servers, config.budgets):  # loud, at the start of every process
+            write_stderr(operator_text.unpriced_budget(*entry))
+        untrusted = UntrustedSource.from_config(config)
+        guarded = Guarded(self.policy.guards, store, clock, untrusted) if self.policy.guards is not None else None
         self.gate = Gate(
             store,
             self.policy,
@@ -75,10 +83,11 @@ class Runtime:
             reconcile=self.policy.reconcile,
             lease_ttl=config.lease_ttl,
             lease_owner=f"agentrt-proxy:{config.session}",
+            context=guarded.context if guarded is not None else None,
         )
         log = OperatorLog(write_stderr, program_invocation(), str(config.database))
         settings = CallSettings.from_config(config, hold_poll)
-        parts = CallParts(store, self.gate, self.policy, self.tools, clock, settings, log)
+        parts = CallParts(store, self.gate, self.policy, self.tools, clock, settings, log, guarded, untrusted)
         self.rules = CallRules(parts, shutting_down)
         self.status = StatusReader(store, config.session, config.grant_ttl, self._is_known_answer)
         self.clock = clock

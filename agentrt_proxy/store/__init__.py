@@ -31,6 +31,8 @@ from agentrt_proxy.store.errors import (
     UnsafeSchema,
     WouldBlock,
 )
+from agentrt_proxy.store import holds
+from agentrt_proxy.store.holds import Hold
 from agentrt_proxy.store.ids import new_id, new_run_id
 from agentrt_proxy.store.index import ProxyCall
 from agentrt_proxy.store.replay import Mismatch, call_record
@@ -52,6 +54,9 @@ from agentrt_proxy.store.states import (
     OUTCOME_KNOWN,
     OUTCOME_NONE,
     OUTCOME_UNKNOWN,
+    HOLD_RELEASED,
+    HOLD_RESERVED,
+    HOLD_SPENT,
     OUTCOME_UNSEEN,
     REJECTED,
     RESUMABLE,
@@ -83,6 +88,11 @@ __all__ = [
     "OUTCOME_KNOWN",
     "OUTCOME_NONE",
     "OUTCOME_UNKNOWN",
+    "HOLD_RELEASED",
+    "HOLD_RESERVED",
+    "HOLD_SPENT",
+    "Hold",
+    "holds",
     "OUTCOME_UNSEEN",
     "PROMPT_GET",
     "REJECTED",

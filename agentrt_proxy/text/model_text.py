@@ -30,6 +30,7 @@ DUPLICATE = "DUPLICATE"
 BLOCKED = "BLOCKED"
 UNAVAILABLE = "UNAVAILABLE"
 GATE_STATUS = "GATE_STATUS"
+OVER_BUDGET = "OVER_BUDGET"  # out of allowance, not "not permitted": docs/decisions/0016
 
 # Whether each prefix is an error result (isError) for the host.
 IS_ERROR: dict[str, bool] = {
@@ -46,6 +47,7 @@ IS_ERROR: dict[str, bool] = {
     BLOCKED: True,
     UNAVAILABLE: True,
     GATE_STATUS: False,
+    OVER_BUDGET: True,
 }
 
 REASON_BOUND = 500
@@ -119,6 +121,13 @@ def in_progress() -> str:
 
 def denied(reason: str) -> str:
     return f"{DENIED}: the policy does not allow this request: {clean(reason, REASON_BOUND)}. Nothing was executed."
+
+
+def over_budget(reason: str) -> str:
+    return (
+        f"{OVER_BUDGET}: {clean(reason, REASON_BOUND)}. Nothing was executed. The request is permitted but "
+        "out of allowance: calling again before the budget has room is refused the same way."
+    )
 
 
 def invalid(reason: str) -> str:

@@ -1,0 +1,151 @@
+"""Spending budgets through the proxy in-process (issue 16, docs/decisions/0016), counted in the
+fake bank's ledger: a budget of 100.00 over 24 h, exact decimal amounts, unresolved amounts
+refused, the window freed by an injected clock, an unknown outcome's reservation kept until an
+operator decides, and a payment waiting on an approval checked again when it is collected.
+"""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from agentrt_proxy.store import Store
+from agentrt_proxy.text import model_text
+from tests.harness import DEFAULT_RULES, Harness, is_error, proxy_harness, text_of
+
+pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
+
+PRICED_PAY: dict[str, Any] = {
+    **DEFAULT_RULES,
+    "pay": {"side_effect": "remote_mutation", "timeout": "10s", "outcome": "allow", "amount_field": "amount"},
+    "refund": {"side_effect": "remote_mutation", "timeout": "10s", "outcome": "allow",
+               "amount_field": "/amount"},
+}
+DAILY = [{"name": "daily", "tools": ["bank_pay", "bank_refund"], "limit": 100, "window": "24h"}]
+
+
+def pay(to: str, amount: str, extra: str = "") -> str:
+    return '{"to":"' + to + '","amount":' + amount + extra + "}"
+
+
+def spent(h: Harness) -> dict[str, Decimal]:
+    """The budget rows by state, summed exactly."""
+    store = Store.open(str(h.config.database))
+    try:
+        rows = store._db.conn.execute("SELECT state, amount FROM budget_holds").fetchall()
+    finally:
+        store.close()
+    out: dict[str, Decimal] = {}
+    for state, amount in rows:
+        out[state] = out.get(state, Decimal(0)) + Decimal(amount)
+    return out
+
+
+async def test_a_budget_of_100_lets_60_and_40_through_and_refuses_a_cent_more_until_the_window_frees(
+    tmp_path: Path,
+) -> None:
+    async with proxy_harness(tmp_path, rules=PRICED_PAY, budgets=DAILY) as h:
+        assert not is_error(await h.raw_call("bank_pay", pay("ann", "60.00")))
+        assert not is_error(await h.raw_call("bank_pay", pay("bob", "40.00")))
+        refused = await h.raw_call("bank_pay", pay("cy", "0.01"))
+        assert h.payments() == 2
+        text = text_of(refused)
+        assert refused["isError"] is True and text.startswith(model_text.OVER_BUDGET + ":")
+        assert refused["_meta"] == {"gate/outcome": "OVER_BUDGET"}
+        assert 'budget "daily" has 0.00 left of 100 per 24h0m0s' in text
+        assert "enough frees up at" in text
+        h.clock.advance(24 * 3600 + 1)
+        assert not is_error(await h.raw_call("bank_pay", pay("cy", "0.01")))
+        assert h.payments() == 3
+        assert spent(h) == {"spent": Decimal("100.01")}
+
+
+async def test_an_amount_written_as_a_string_or_missing_is_refused_as_unresolved_and_pays_nothing(
+    tmp_path: Path,
+) -> None:
+    async with proxy_harness(tmp_path, rules=PRICED_PAY, budgets=DAILY) as h:
+        as_string = await h.raw_call("bank_pay", pay("ann", '"12"'))
+        assert is_error(as_string)  # the pinned schema wants a number: refused before it is priced
+        # refund's schema lets any property through: the budget's own refusal answers
+        string_amount = await h.raw_call("bank_refund", '{"payment":"p1","amount":"12"}')
+        missing = await h.raw_call("bank_refund", '{"payment":"p1"}')
+        negative = await h.raw_call("bank_refund", '{"payment":"p1","amount":-1}')
+        for result, why in ((string_amount, "not a JSON number"), (missing, "absent"), (negative, "negative")):
+            assert text_of(result).startswith(model_text.DENIED + ":"), text_of(result)
+            assert f'the field "/amount" is {why}' in text_of(result)
+        assert h.payments() == 0
+        assert spent(h) == {}
+        started = [e for run in h.runs() for e in h.events(run.id) if e == "step.tool_started"]
+        assert started == []
+
+
+async def test_1e2_spends_exactly_100_and_0_1_plus_0_2_is_exactly_0_3(tmp_path: Path) -> None:
+    budgets = [{"name": "daily", "tools": ["bank_pay"], "limit": 100.3, "window": "24h"}]
+    async with proxy_harness(tmp_path, rules=PRICED_PAY, budgets=budgets) as h:
+        assert not is_error(await h.raw_call("bank_pay", pay("ann", "1e2")))
+        assert not is_error(await h.raw_call("bank_pay", pay("bob", "0.1")))
+        assert not is_error(await h.raw_call("bank_pay", pay("cy", "0.2")))
+        assert spent(h) == {"spent": Decimal("100.3")}
+        refused = await h.raw_call("bank_pay", pay("dee", "0.000001"))
+        assert text_of(refused).startswith(model_text.OVER_BUDGET + ":")
+        assert "has 0.0 left of 100.3" in text_of(refused)
+        assert h.payments() == 3
+
+
+async def test_a_budget_over_an_unpriced_tool_refuses_every_call_and_says_so_loudly(tmp_path: Path) -> None:
+    rules = {**PRICED_PAY, "pay": {"side_effect": "remote_mutation", "timeout": "10s", "outcome": "allow"}}
+    async with proxy_harness(tmp_path, rules=rules, budgets=DAILY) as h:
+        refused = await h.raw_call("bank_pay", pay("ann", "1"))
+        assert text_of(refused).startswith(model_text.DENIED + ":")
+        assert "declares no amount field" in text_of(refused)
+        assert h.payments() == 0
+        loud = [line for line in h.stderr if "bank_pay" in line and '"amount_field"' in line]
+        assert len(loud) == 1, h.stderr
+
+
+async def test_a_known_failure_releases_its_reservation(tmp_path: Path) -> None:
+    async with proxy_harness(tmp_path, rules=PRICED_PAY, budgets=DAILY) as h:
+        declined = await h.raw_call("bank_pay", pay("ann", "90", ',"mode":"error"'))
+        assert is_error(declined)
+        assert spent(h) == {"released": Decimal(90)}
+        assert not is_error(await h.raw_call("bank_pay", pay("bob", "100")))  # the 90 is free again
+        assert spent(h) == {"released": Decimal(90), "spent": Decimal(100)}
+
+
+async def test_a_payment_waiting_on_an_approval_reserves_nothing_and_is_checked_again_when_collected(
+    tmp_path: Path,
+) -> None:
+    rules = {**PRICED_PAY, "pay": {"side_effect": "remote_mutation", "timeout": "10s", "amount_field": "amount"}}
+    async with proxy_harness(tmp_path, rules=rules, budgets=DAILY) as h:
+        first = await h.raw_call("bank_pay", pay("ann", "70"))
+        second = await h.raw_call("bank_pay", pay("bob", "70"))
+        assert text_of(first).startswith("PENDING_APPROVAL") and text_of(second).startswith("PENDING_APPROVAL")
+        assert spent(h) == {}
+        for approval in h.pending():
+            h.approve(approval.id)
+        assert not is_error(await h.raw_call("bank_pay", pay("ann", "70")))
+        again = await h.raw_call("bank_pay", pay("bob", "70"))
+        assert text_of(again).startswith(model_text.OVER_BUDGET + ":"), text_of(again)
+        assert h.payments() == 1
+        assert spent(h) == {"spent": Decimal(70)}
+
+
+async def test_over_budget_may_ask_the_operator_naming_the_budget_and_the_excess(tmp_path: Path) -> None:
+    budgets = [{**DAILY[0], "over_budget": "require_approval"}]
+    async with proxy_harness(tmp_path, rules=PRICED_PAY, budgets=budgets) as h:
+        assert not is_error(await h.raw_call("bank_pay", pay("ann", "80")))
+        asked = await h.raw_call("bank_pay", pay("bob", "30"))
+        assert text_of(asked).startswith("PENDING_APPROVAL")
+        (approval,) = h.pending()
+        presentation = json.loads(approval.presentation_json)
+        assert approval.kind == "over_budget"
+        assert presentation["budget"] == "daily" and presentation["exceeds_by"] == "10"
+        assert "exceeds budget daily by 10" in presentation["question"]
+        h.approve(approval.id)
+        assert not is_error(await h.raw_call("bank_pay", pay("bob", "30")))
+        assert h.payments() == 2
+        assert spent(h) == {"spent": Decimal(110)}
