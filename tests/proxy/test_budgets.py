@@ -149,3 +149,102 @@ async def test_over_budget_may_ask_the_operator_naming_the_budget_and_the_excess
         assert not is_error(await h.raw_call("bank_pay", pay("bob", "30")))
         assert h.payments() == 2
         assert spent(h) == {"spent": Decimal(110)}
+
+
+TIMEOUT_PAY: dict[str, Any] = {
+    **PRICED_PAY,
+    "pay": {"side_effect": "remote_mutation", "timeout": "300ms", "outcome": "allow", "amount_field": "amount"},
+}
+FIFTY_BLOCKED = pay("kim", "50.00", ',"mode":"block"')
+
+
+async def test_an_unknown_outcome_keeps_its_amount_spent_and_an_approved_re_run_spends_it_once(
+    tmp_path: Path,
+) -> None:
+    async with proxy_harness(tmp_path, rules=TIMEOUT_PAY, budgets=DAILY) as h:
+        unknown = await h.raw_call("bank_pay", FIFTY_BLOCKED)
+        assert text_of(unknown).startswith("UNKNOWN_OUTCOME"), text_of(unknown)
+        assert spent(h) == {"reserved": Decimal("50.00")}
+        # bank_pay is BLOCKED until an operator decides; another tool of the budget finds 50.00 taken
+        refused = await h.raw_call("bank_refund", '{"payment":"p1","amount":60}')
+        assert text_of(refused).startswith(model_text.OVER_BUDGET + ":"), text_of(refused)
+        (approval,) = h.pending()
+        (h.directory / "ledger.release").write_text("")
+        h.approve(approval.id)
+        assert not is_error(await h.raw_call("bank_pay", FIFTY_BLOCKED))
+        assert h.payments() == 2  # the attempt that timed out took effect, and the re-run
+        assert spent(h) == {"spent": Decimal("50.00")}
+
+
+async def test_a_rejected_unknown_outcome_releases_its_amount(tmp_path: Path) -> None:
+    async with proxy_harness(tmp_path, rules=TIMEOUT_PAY, budgets=DAILY) as h:
+        await h.raw_call("bank_pay", FIFTY_BLOCKED)
+        assert spent(h) == {"reserved": Decimal("50.00")}
+        (approval,) = h.pending()
+        h.reject(approval.id)
+        assert spent(h) == {"released": Decimal("50.00")}
+        (h.directory / "ledger.release").write_text("")
+        assert not is_error(await h.raw_call("bank_pay", pay("lee", "100")))
+        assert spent(h) == {"released": Decimal("50.00"), "spent": Decimal(100)}
+
+
+CLEAN_PAY: dict[str, Any] = {
+    **DEFAULT_RULES,
+    "pay": {"side_effect": "remote_mutation", "timeout": "10s", "outcome": "allow", "requires_clean_context": True},
+}
+
+
+async def test_after_an_untrusted_read_a_clean_context_payment_waits_for_an_approval_naming_the_read(
+    tmp_path: Path,
+) -> None:
+    async with proxy_harness(tmp_path, rules=CLEAN_PAY) as h:
+        read = await h.raw_call("bank_balance", '{"account":"ann"}')
+        assert not is_error(read)
+        assert read["_meta"]["gate/untrusted"] is True
+        (read_run,) = h.runs()
+        waits = await h.raw_call("bank_pay", pay("ann", "5"))
+        assert text_of(waits).startswith("PENDING_APPROVAL"), text_of(waits)
+        assert h.payments() == 0
+        (approval,) = h.pending()
+        presentation = json.loads(approval.presentation_json)
+        assert approval.kind == "clean_context"
+        assert presentation["untrusted"] == {"server": "bank", "tool": "bank_balance", "run_id": read_run.id}
+        assert "untrusted content from server bank (tool bank_balance)" in presentation["question"]
+        policy = [e for e in _events(h, approval.run_id) if e["type"] == "step.policy"]
+        assert policy[-1]["payload"]["capability"]["untrusted"]["run_id"] == read_run.id
+        h.approve(approval.id)
+        assert not is_error(await h.raw_call("bank_pay", pay("ann", "5")))
+        assert h.payments() == 1
+
+
+async def test_in_a_fresh_proxy_with_no_untrusted_read_the_same_payment_runs_on_allow(tmp_path: Path) -> None:
+    async with proxy_harness(tmp_path, rules=CLEAN_PAY) as h:
+        paid = await h.raw_call("bank_pay", pay("ann", "5"))
+        assert not is_error(paid) and h.pending() == []
+        assert h.payments() == 1
+
+
+async def test_clean_context_deny_refuses_after_an_untrusted_read_and_a_trusted_server_taints_nothing(
+    tmp_path: Path,
+) -> None:
+    rules = {**CLEAN_PAY, "pay": {**CLEAN_PAY["pay"], "clean_context": "deny"}}
+    async with proxy_harness(tmp_path, rules=rules) as h:
+        await h.raw_call("bank_balance", '{"account":"ann"}')
+        refused = await h.raw_call("bank_pay", pay("ann", "5"))
+        assert text_of(refused).startswith("DENIED:") and "untrusted server bank" in text_of(refused)
+        assert h.payments() == 0
+    trusted = tmp_path / "trusted"
+    trusted.mkdir()
+    async with proxy_harness(trusted, rules=rules, server_extra={"trust": "trusted"}) as h:
+        read = await h.raw_call("bank_balance", '{"account":"ann"}')
+        assert "gate/untrusted" not in read.get("_meta", {})
+        assert not is_error(await h.raw_call("bank_pay", pay("ann", "5")))
+        assert h.payments() == 1
+
+
+def _events(h: Harness, run_id: str) -> list[dict[str, Any]]:
+    store = h.store()
+    try:
+        return [{"type": e.type, "payload": json.loads(e.payload_json or "null")} for e in store.events_of(run_id, 0, 1000)]
+    finally:
+        store.close()
