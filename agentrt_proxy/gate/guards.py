@@ -20,7 +20,8 @@ from agentrt_proxy.canonical.durations import format_go
 from agentrt_proxy.config import TRUSTED, Config
 from agentrt_proxy.gate.amounts import Unresolved, exact, show
 from agentrt_proxy.gate.budgets import Budgets, Priced
-from agentrt_proxy.store import APPROVED
+from agentrt_proxy.store import APPROVED, Store
+from agentrt_proxy.text.model_text import status_budget_line
 from agentrt_proxy.text.record_text import (
     FREES_AT,
     FREES_LIFETIME,
@@ -172,6 +173,17 @@ def over_budget_reason(budget: Budget, used: Decimal, amount: Decimal, frees_at:
         frees = FREES_NEVER
     return REASON_OVER_BUDGET.format(budget=budget.name, remaining=show(remaining), limit=show(budget.limit), per=per,
                                      amount=show(amount), frees=frees)
+
+
+def budget_status_lines(budgets: Budgets, store: Store, tool: str, now_ns: int) -> list[str]:
+    """The status tool's words for each budget covering ``tool``: what remains in its window now."""
+    lines = []
+    for budget, spending in budgets.remaining(store, tool, now_ns):
+        remaining = budget.limit - spending.used
+        per = PER_WINDOW.format(window=format_go(budget.window)) if budget.window is not None else ""
+        shown = show(remaining if remaining >= 0 else Decimal(0))
+        lines.append(status_budget_line(budget.name, shown, show(budget.limit), per))
+    return lines
 
 
 def _accepted(view: RunView, step_id: str) -> set[str]:

@@ -141,9 +141,12 @@ class Runtime:
         return answers.for_output_schema(result) if tool.output_schema is not None else result
 
     def _status(self, arguments_text: str | None) -> dict[str, Any]:
-        from agentrt_proxy.proxy.status import StatusArgumentsError, parse_arguments  # imported by open_runtime
+        from agentrt_proxy.proxy.status import StatusArgumentsError, parse_arguments, parse_tool  # by open_runtime
 
         try:
+            tool = parse_tool(arguments_text)
+            if tool is not None:
+                return answers.prose(self._budget_status(tool))
             approval_id = parse_arguments(arguments_text)
         except StatusArgumentsError as err:
             return answers.prose(model_text.invalid(str(err)))
@@ -152,6 +155,14 @@ class Runtime:
         except StoreError:
             return answers.prose(model_text.unavailable(model_text.STATUS_COULD_NOT_READ))
         return answers.prose(text)  # GATE_STATUS: …
+
+    def _budget_status(self, tool: str) -> str:
+        """What remains of the budgets covering ``tool``, now (the status tool given ``tool``)."""
+        from agentrt_proxy.gate.guards import budget_status_lines
+
+        guards = self.policy.guards
+        lines = budget_status_lines(guards.budgets, self.store, tool, self.clock.now_ns()) if guards else []
+        return model_text.status_budgets(tool, lines)
 
     async def close(self) -> None:
         await self.notes.aclose()

@@ -114,6 +114,11 @@ class Holds:
         )
 
     @mapped
+    def every(self) -> list[Hold]:
+        """Every row, oldest first (the operator's ``runs``: what each budget spent and holds)."""
+        return self._rows(f"SELECT {_COLS} FROM budget_holds ORDER BY at, id", ())
+
+    @mapped
     def of_run(self, run_id: str) -> list[Hold]:
         return self._rows(f"SELECT {_COLS} FROM budget_holds WHERE run_id = ? ORDER BY budget", (run_id,))
 

@@ -243,9 +243,21 @@ STATUS_DESCRIPTION = (
 )
 STATUS_SCHEMA_TEXT = (
     '{"type":"object","properties":{"approval_id":{"type":"string","description":"The approval id a pending '
-    'result named."}},"additionalProperties":false}'
+    'result named."},"tool":{"type":"string","description":"A tool whose spending budgets to report: what '
+    'remains of each."}},"additionalProperties":false}'
 )
-STATUS_BAD_ARGUMENTS = "the only argument is approval_id, a string"
+STATUS_BAD_ARGUMENTS = "the only arguments are approval_id or tool, one of them, a string"
+
+
+def status_budgets(tool: str, lines: list[str]) -> str:
+    """What remains of the budgets covering ``tool`` (the status tool given ``tool``)."""
+    if not lines:
+        return f"{GATE_STATUS}: no spending budget covers tool {clean(tool, 100)}."
+    return f"{GATE_STATUS}: tool {clean(tool, 100)}: " + "; ".join(lines) + "."
+
+
+def status_budget_line(budget: str, remaining: str, limit: str, per: str) -> str:
+    return f"budget {go_quote(budget)} has {remaining} of {limit} left{per}"
 
 
 def status_unknown_id(approval_id: str) -> str:

@@ -212,6 +212,11 @@ def op_more_payload(count: int) -> str:
 OP_NO_RUNS = "no runs"
 
 
+def op_budget(budget: str, spent: str, reserved: str) -> str:
+    """One budget's line in ``runs`` (every row) and ``show`` (the run's)."""
+    return f"budget {budget}: {spent} spent, {reserved} reserved (an unknown outcome stays reserved until decided)"
+
+
 def op_more_runs(count: int, next_offset: int) -> str:
     return f"... {count} more run(s); rerun with -offset {next_offset}"
 

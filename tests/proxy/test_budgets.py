@@ -248,3 +248,43 @@ def _events(h: Harness, run_id: str) -> list[dict[str, Any]]:
         return [{"type": e.type, "payload": json.loads(e.payload_json or "null")} for e in store.events_of(run_id, 0, 1000)]
     finally:
         store.close()
+
+
+async def test_the_status_tool_answers_what_remains_of_the_budgets_covering_a_tool(tmp_path: Path) -> None:
+    async with proxy_harness(tmp_path, rules=PRICED_PAY, budgets=DAILY) as h:
+        await h.raw_call("bank_pay", pay("ann", "60.00"))
+        answer = await h.raw_call("gate_status", '{"tool":"bank_pay"}')
+        assert answer["isError"] is False
+        assert text_of(answer) == 'GATE_STATUS: tool bank_pay: budget "daily" has 40.00 of 100 left per 24h0m0s.'
+        none = await h.raw_call("gate_status", '{"tool":"bank_balance"}')
+        assert text_of(none) == "GATE_STATUS: no spending budget covers tool bank_balance."
+
+
+async def test_recheck_rebuilds_budget_decisions_from_the_spending_recorded_with_them(tmp_path: Path) -> None:
+    from agentrt_proxy.cli.recheck_engine import recheck_run
+    from agentrt_proxy.config import load_config
+    from agentrt_proxy.gate import ProxyPolicy
+    from tests.harness import write_config
+
+    async with proxy_harness(tmp_path, rules=PRICED_PAY, budgets=DAILY) as h:
+        await h.raw_call("bank_pay", pay("ann", "60.00"))
+        await h.raw_call("bank_pay", pay("bob", "40.00"))
+        refused = await h.raw_call("bank_pay", pay("cy", "0.01"))
+        assert text_of(refused).startswith("OVER_BUDGET")
+        runs = [run.id for run in sorted(h.runs(), key=lambda r: r.created_at)]
+
+    def recheck(limit: int) -> list[list[str]]:
+        other = tmp_path / f"limit{limit}"
+        other.mkdir(exist_ok=True)
+        config = load_config(write_config(other, rules=PRICED_PAY, budgets=[{**DAILY[0], "limit": limit}]))
+        store = Store.open_readonly(str(h.config.database))
+        try:
+            policy = ProxyPolicy.from_config(config)
+            return [[e.result for e in recheck_run(store, run_id, policy).evaluations] for run_id in runs]
+        finally:
+            store.close()
+
+    assert recheck(100) == [["same"], ["same"], ["same"]]
+    # With a limit of 200 the refusal would have paid; a limit of 50 would have refused the 40.00
+    assert recheck(200) == [["same"], ["same"], ["different"]]
+    assert recheck(50) == [["different"], ["different"], ["same"]]
