@@ -92,6 +92,7 @@ class Demo:
             "session": SESSION,
             "hold": "0s",
             "lease_ttl": f"{LEASE_TTL_SECONDS}s",
+            "budgets": [{"name": "monthly", "tools": ["bank_pay"], "limit": 1200, "window": "720h"}],
             "servers": [
                 {
                     "name": "bank",
@@ -100,7 +101,7 @@ class Demo:
                     "manifest": "bank.manifest.json",
                     "rules": {
                         "balance": {"side_effect": "read_only", "timeout": "5s"},
-                        "pay": {"side_effect": "remote_mutation", "timeout": "30s"},
+                        "pay": {"side_effect": "remote_mutation", "timeout": "30s", "amount_field": "amount"},
                     },
                 }
             ],
@@ -307,7 +308,8 @@ class Demo:
         say(f"working in {self.directory}")
         say()
         say("The operator's configuration, proxy.json (mode 0600): pay needs an approval, balance is a read,")
-        say("refund is left unclassified so the model never sees it; hold 0s answers at once; lease_ttl 3s.")
+        say("refund is left unclassified so the model never sees it; hold 0s answers at once; lease_ttl 3s;")
+        say("payments spend from a budget of 1200 per 30 days, priced by their amount argument.")
         indented(self.write_configuration(), "  ")
         say()
         self.shell(["pin", "-config", "proxy.json"], what="pin")
@@ -327,6 +329,7 @@ class Demo:
             async with self.proxy() as host:
                 await self.step3_after_restart(host)
                 await self.step4(host)
+                await self.step5(host)
 
     async def step1(self, host: Any) -> None:
         step = "step 1"
@@ -425,6 +428,17 @@ class Demo:
         say(f"   without the proxy the server made {without} payment{'s' if without != 1 else ''}")
         if without != 2:
             raise DemoFailure(f"{step}: straight to the server there should have been 2 payments, not {without}")
+        say()
+
+    async def step5(self, host: Any) -> None:
+        step = "step 5"
+        say("5. A payment past the month's budget is refused as OVER_BUDGET, not DENIED: nothing runs or waits.")
+        say("   (950 + 75 + 42 are spent; the plumber's rejected re-run released its 180)")
+        before = self.payments()
+        jeweller = {"to": "jeweller", "amount": 200}
+        self.expect(step, await self.call(host, "bank_pay", jeweller), "OVER_BUDGET", is_error=True)
+        self.expect(step, await self.call(host, "gate_status", {"tool": "bank_pay"}), "GATE_STATUS", is_error=False)
+        self.expect_payments(step, before, " (nothing ran)")
         say()
 
     # ------------------------------------------------------------------ the end
