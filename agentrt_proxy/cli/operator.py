@@ -200,7 +200,7 @@ def _runs(path: str, limit: int, offset: int, as_json: bool) -> int:
     lines = views.runs_table(summaries)
     if remaining:
         lines.append(operator_text.op_more_runs(remaining, offset + len(summaries)))
-    _emit(lines + ([""] + budgets if budgets else []))
+    _emit(lines + (["", *budgets] if budgets else []))
     return 0
 
 

@@ -83,8 +83,10 @@ def _budget(index: int, entry: Any, names: dict[str, tuple[ServerConfig, str]], 
         fail(f"{where}.name must be 1 to 64 letters, digits, '_', '.' or '-'")
     where = f"budget {go_quote(name)}"
     tools = entry.get("tools")
-    if not isinstance(tools, list) or not tools or not all(
-        isinstance(t, str) and not isinstance(t, Number) for t in tools
+    if (
+        not isinstance(tools, list)
+        or not tools
+        or not all(isinstance(t, str) and not isinstance(t, Number) for t in tools)
     ):
         fail(f"{where}: tools must be a non-empty array of registered tool names")
     for tool in tools:
@@ -99,7 +101,8 @@ def _budget(index: int, entry: Any, names: dict[str, tuple[ServerConfig, str]], 
         for tool in tools:
             server, remote = names[tool]
             if server.rules[remote].currency_field is None:
-                fail(f"{where}: names currency {go_quote(currency)}, and tool {go_quote(tool)} declares no currency_field")
+                named = f"{where}: names currency {go_quote(currency)}"
+                fail(f"{named}, and tool {go_quote(tool)} declares no currency_field")
     over = _string(entry.get("over_budget"), f"{where}: over_budget", fail) or "deny"
     if over not in OVER_BUDGET_OUTCOMES:
         fail(f"{where}: over_budget {go_quote(over)} is not deny or require_approval")
@@ -133,7 +136,7 @@ def _window(value: Any, where: str, fail: Fail) -> int | None:
     if value is None:
         return None
     if not isinstance(value, str) or isinstance(value, Number):
-        fail(f"{where}: window is a duration string such as \"24h\"")
+        fail(f'{where}: window is a duration string such as "24h"')
     try:
         ns = parse_go(value)
     except DurationError as err:

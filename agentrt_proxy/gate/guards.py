@@ -60,6 +60,7 @@ class Ruling:
     capability: Any = None
     presentation: Any = None
 
+
 Capability = Callable[["OfferedTool", Any], dict[str, Any]]
 
 
@@ -106,16 +107,16 @@ class Guards:
         reason = presentation.get("reason", "") if isinstance(presentation, dict) else ""
         return Ruling(REQUIRE_APPROVAL, str(reason), latest.kind, _parse(latest.capability_json), presentation)
 
-    def _budget(self, tool: OfferedTool, request: ToolRequest, view: RunView, accepted: set[str],
-                capability: Capability) -> Ruling | None:
+    def _budget(
+        self, tool: OfferedTool, request: ToolRequest, view: RunView, accepted: set[str], capability: Capability
+    ) -> Ruling | None:
         budgets = self.budgets
         if not budgets.covers(tool.name):
             return None
         charge = budgets.charge(tool.name, request.args)
         if charge is None:
             budget = budgets.of_tool(tool.name)[0]
-            return Ruling(DENY, REASON_UNPRICED_BUDGET.format(budget=budget.name, name=tool.name),
-                                  UNRESOLVED_KIND)
+            return Ruling(DENY, REASON_UNPRICED_BUDGET.format(budget=budget.name, name=tool.name), UNRESOLVED_KIND)
         if isinstance(charge, Unresolved):
             return Ruling(DENY, REASON_UNRESOLVED.format(field=charge.field, why=charge.why), UNRESOLVED_KIND)
         if OVER_BUDGET_KIND in accepted:
@@ -130,19 +131,29 @@ class Guards:
                 continue
             if budget.over_budget == REQUIRE_APPROVAL:
                 excess = show(used + charge.amount - budget.limit)
-                cap = {**capability(tool, request.args), "budget": budget.name, "limit": show(budget.limit),
-                       "used": show(used), "amount": show(charge.amount), "exceeds_by": excess}
+                cap = {
+                    **capability(tool, request.args),
+                    "budget": budget.name,
+                    "limit": show(budget.limit),
+                    "used": show(used),
+                    "amount": show(charge.amount),
+                    "exceeds_by": excess,
+                }
                 reason = REASON_OVER_BUDGET_ASK.format(budget=budget.name, excess=excess)
-                question = QUESTION_OVER_BUDGET.format(remote=tool.remote, server=tool.server, budget=budget.name,
-                                                       excess=excess)
-                return Ruling(REQUIRE_APPROVAL, reason, OVER_BUDGET_KIND, cap,
-                                      {"question": question, **cap, "reason": reason})
-            return Ruling(DENY, over_budget_reason(budget, used, charge.amount, entry.get("frees_at")),
-                                  OVER_BUDGET_KIND)
+                question = QUESTION_OVER_BUDGET.format(
+                    remote=tool.remote, server=tool.server, budget=budget.name, excess=excess
+                )
+                return Ruling(
+                    REQUIRE_APPROVAL, reason, OVER_BUDGET_KIND, cap, {"question": question, **cap, "reason": reason}
+                )
+            return Ruling(
+                DENY, over_budget_reason(budget, used, charge.amount, entry.get("frees_at")), OVER_BUDGET_KIND
+            )
         return None
 
-    def _clean(self, tool: OfferedTool, request: ToolRequest, view: RunView, accepted: set[str],
-               capability: Capability) -> Ruling | None:
+    def _clean(
+        self, tool: OfferedTool, request: ToolRequest, view: RunView, accepted: set[str], capability: Capability
+    ) -> Ruling | None:
         outcome = self.clean.get(tool.name)
         if outcome is None or CLEAN_CONTEXT_KIND in accepted:
             return None
@@ -154,10 +165,12 @@ class Guards:
         if outcome == DENY:
             return Ruling(DENY, reason, CLEAN_CONTEXT_KIND)
         cap = {**capability(tool, request.args), "untrusted": dict(source)}
-        question = QUESTION_CLEAN_CONTEXT.format(remote=tool.remote, server=tool.server, source_server=server,
-                                                 source_tool=source_tool)
-        return Ruling(REQUIRE_APPROVAL, reason, CLEAN_CONTEXT_KIND, cap,
-                              {"question": question, **cap, "reason": reason})
+        question = QUESTION_CLEAN_CONTEXT.format(
+            remote=tool.remote, server=tool.server, source_server=server, source_tool=source_tool
+        )
+        return Ruling(
+            REQUIRE_APPROVAL, reason, CLEAN_CONTEXT_KIND, cap, {"question": question, **cap, "reason": reason}
+        )
 
 
 def over_budget_reason(budget: Budget, used: Decimal, amount: Decimal, frees_at: Any) -> str:
@@ -171,8 +184,14 @@ def over_budget_reason(budget: Budget, used: Decimal, amount: Decimal, frees_at:
         frees = FREES_AT.format(at=frees_at)
     else:
         frees = FREES_NEVER
-    return REASON_OVER_BUDGET.format(budget=budget.name, remaining=show(remaining), limit=show(budget.limit), per=per,
-                                     amount=show(amount), frees=frees)
+    return REASON_OVER_BUDGET.format(
+        budget=budget.name,
+        remaining=show(remaining),
+        limit=show(budget.limit),
+        per=per,
+        amount=show(amount),
+        frees=frees,
+    )
 
 
 def budget_status_lines(budgets: Budgets, store: Store, tool: str, now_ns: int) -> list[str]:

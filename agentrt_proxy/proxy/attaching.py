@@ -5,7 +5,17 @@ approval past its expiry. Each attaches through the gate, which judges the run a
 
 from __future__ import annotations
 
-from agentrt_proxy.gate import ALLOWED, DENIED, ENDED, INTERRUPTED_SIDE_EFFECT, PENDING, Gate, Session, Verdict, attempts
+from agentrt_proxy.gate import (
+    ALLOWED,
+    DENIED,
+    ENDED,
+    INTERRUPTED_SIDE_EFFECT,
+    PENDING,
+    Gate,
+    Session,
+    Verdict,
+    attempts,
+)
 from agentrt_proxy.proxy import answers, verdict_text
 from agentrt_proxy.proxy.applied import Answer, Applied, DecideAgain, Execute, Pending, Retry
 from agentrt_proxy.proxy.guarded import Guarded

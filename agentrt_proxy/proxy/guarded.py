@@ -19,6 +19,7 @@ from agentrt_proxy.gate import ToolRequest
 from agentrt_proxy.gate.guards import Guards
 from agentrt_proxy.store import HOLD_RELEASED, HOLD_SPENT, Store, holds
 
+
 @dataclass
 class UntrustedSource:
     """The untrusted result this process returned first: its server, tool and run."""

@@ -67,9 +67,8 @@ class Runtime:
         }
         self.policy = ProxyPolicy.from_config(config, offered)
         clock = clock or WallClock()
-        from agentrt_proxy.proxy.guarded import Guarded, UntrustedSource
-
         from agentrt_proxy.config.budget_fields import unpriced
+        from agentrt_proxy.proxy.guarded import Guarded, UntrustedSource
 
         for entry in unpriced(config.servers, config.budgets):  # loud, at the start of every process
             write_stderr(operator_text.unpriced_budget(*entry))

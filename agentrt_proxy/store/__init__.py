@@ -5,6 +5,7 @@ chain, the state table every compare-and-set consults, and the mapping of every 
 the store's errors. Code outside the package imports these names from here.
 """
 
+from agentrt_proxy.store import holds
 from agentrt_proxy.store.audit import PROMPT_GET, RESOURCE_READ, PassthroughRead, record_passthrough
 from agentrt_proxy.store.chain import ChainBreak, VerifyReport, chain_hash
 from agentrt_proxy.store.errors import (
@@ -31,7 +32,6 @@ from agentrt_proxy.store.errors import (
     UnsafeSchema,
     WouldBlock,
 )
-from agentrt_proxy.store import holds
 from agentrt_proxy.store.holds import Hold
 from agentrt_proxy.store.ids import new_id, new_run_id
 from agentrt_proxy.store.index import ProxyCall
@@ -50,13 +50,13 @@ from agentrt_proxy.store.states import (
     EXECUTING,
     EXPIRED,
     FAILED,
+    HOLD_RELEASED,
+    HOLD_RESERVED,
+    HOLD_SPENT,
     IN_FLIGHT,
     OUTCOME_KNOWN,
     OUTCOME_NONE,
     OUTCOME_UNKNOWN,
-    HOLD_RELEASED,
-    HOLD_RESERVED,
-    HOLD_SPENT,
     OUTCOME_UNSEEN,
     REJECTED,
     RESUMABLE,
@@ -83,16 +83,14 @@ __all__ = [
     "EXECUTING",
     "EXPIRED",
     "FAILED",
+    "HOLD_RELEASED",
+    "HOLD_RESERVED",
+    "HOLD_SPENT",
     "IN_FLIGHT",
     "MSG_RUN_STATE",
     "OUTCOME_KNOWN",
     "OUTCOME_NONE",
     "OUTCOME_UNKNOWN",
-    "HOLD_RELEASED",
-    "HOLD_RESERVED",
-    "HOLD_SPENT",
-    "Hold",
-    "holds",
     "OUTCOME_UNSEEN",
     "PROMPT_GET",
     "REJECTED",
@@ -111,6 +109,7 @@ __all__ = [
     "ChainBreak",
     "ClaimLost",
     "Event",
+    "Hold",
     "InsecureMode",
     "LeaseLost",
     "Mismatch",
@@ -141,6 +140,7 @@ __all__ = [
     "WouldBlock",
     "call_record",
     "chain_hash",
+    "holds",
     "new_id",
     "new_run_id",
     "record_passthrough",

@@ -43,7 +43,7 @@ _COLS = "budget, currency, run_id, amount, at, state"
 
 
 def _check(run_id: str, expect: str, new: str) -> None:
-    move = (NEW, new) if expect == NEW and born_illegal(HOLD, new) else None
+    move: tuple[str | int, str | int] | None = (NEW, new) if expect == NEW and born_illegal(HOLD, new) else None
     if expect != NEW:
         move = illegal_move(HOLD, (expect,), new)
     if move is not None:

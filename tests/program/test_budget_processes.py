@@ -13,6 +13,7 @@ from typing import Any
 import anyio
 import pytest
 
+from tests.conftest import run_program
 from tests.harness import is_error, text_of
 from tests.program.test_serve_process import ALLOW_PAY, Host, World, proxy, world
 
@@ -75,12 +76,16 @@ async def test_an_unknown_outcome_of_50_stays_spent_until_approve_re_runs_it_onc
         proxy(w) as host,
     ):
         approval = await _unknown_fifty(w, host)
+        shown = run_program(["show", "-db", w.db, approval.run_id], timeout=30)
+        assert "budget daily: 0 spent, 50.0 reserved" in shown.stdout, shown.stdout
         w.release()
         await w.approve(approval)
         again = await host.call("bank_pay", {"to": "kim", "amount": 50.00, "mode": "block"})
         assert not is_error(again), text_of(again)
         assert w.payments() == 2
         assert holds(w) == {"spent": Decimal(50)}
+        listed = run_program(["runs", "-db", w.db], timeout=30)
+        assert "budget daily: 50.0 spent, 0 reserved" in listed.stdout, listed.stdout
 
 
 async def test_an_unknown_outcome_of_50_is_released_by_reject(

@@ -267,7 +267,8 @@ def test_budgets_example_caps_payments_and_keeps_them_from_following_a_web_page(
 
     loaded = config.load_config(install_example(EXAMPLES / "budgets" / "proxy.json", tmp_path))
     daily, monthly = loaded.budgets
-    assert (daily.name, daily.tools, daily.limit, daily.window) == ("daily", ("bank_pay",), Decimal("100.00"), 24 * 3600 * 10**9)
+    assert (daily.name, daily.tools, daily.limit) == ("daily", ("bank_pay",), Decimal("100.00"))
+    assert daily.window == 24 * 3600 * 10**9
     assert daily.currency is None and daily.over_budget == "deny"
     assert (monthly.currency, monthly.over_budget) == ("EUR", "require_approval")
     bank, web = loaded.servers

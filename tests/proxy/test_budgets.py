@@ -22,8 +22,7 @@ pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
 PRICED_PAY: dict[str, Any] = {
     **DEFAULT_RULES,
     "pay": {"side_effect": "remote_mutation", "timeout": "10s", "outcome": "allow", "amount_field": "amount"},
-    "refund": {"side_effect": "remote_mutation", "timeout": "10s", "outcome": "allow",
-               "amount_field": "/amount"},
+    "refund": {"side_effect": "remote_mutation", "timeout": "10s", "outcome": "allow", "amount_field": "/amount"},
 }
 DAILY = [{"name": "daily", "tools": ["bank_pay", "bank_refund"], "limit": 100, "window": "24h"}]
 
@@ -245,7 +244,8 @@ async def test_clean_context_deny_refuses_after_an_untrusted_read_and_a_trusted_
 def _events(h: Harness, run_id: str) -> list[dict[str, Any]]:
     store = h.store()
     try:
-        return [{"type": e.type, "payload": json.loads(e.payload_json or "null")} for e in store.events_of(run_id, 0, 1000)]
+        events = store.events_of(run_id, 0, 1000)
+        return [{"type": e.type, "payload": json.loads(e.payload_json or "null")} for e in events]
     finally:
         store.close()
 

@@ -11,8 +11,7 @@ from typing import Any
 import pytest
 
 from agentrt_proxy.errors import AgentrtError, IllegalTransition
-from agentrt_proxy.store import Approval, Store, Tx, states
-from agentrt_proxy.store import holds
+from agentrt_proxy.store import Approval, Store, Tx, holds, states
 from agentrt_proxy.store.states import APPROVAL, CALL, HOLD, MOVES, NEW, RUN, STEP
 
 RUN_ID, STEP_ID, APPROVAL_ID = "s.run", "step-1", "approval-1"

@@ -121,6 +121,7 @@ ECHOED = {
     "at": "a time",
     "source_server": "the untrusted server's name in the configuration",
     "source_tool": "the registered name of the tool whose result was untrusted",
+    "lines": "the status tool's budget lines, built from status_budget_line",
 }
 
 # Templates only the operator reads: (the rules they may break, where they go).
