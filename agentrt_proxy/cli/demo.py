@@ -115,6 +115,7 @@ class Demo:
             "session": SESSION,
             "hold": "0s",
             "lease_ttl": f"{LEASE_TTL_SECONDS}s",
+            "budgets": [{"name": "monthly", "tools": ["bank_pay"], "limit": 1200, "window": "720h"}],
             "servers": [
                 {
                     "name": "bank",
@@ -123,7 +124,7 @@ class Demo:
                     "manifest": "bank.manifest.json",
                     "rules": {
                         "balance": {"side_effect": "read_only", "timeout": "5s"},
-                        "pay": {"side_effect": "remote_mutation", "timeout": "30s"},
+                        "pay": {"side_effect": "remote_mutation", "timeout": "30s", "amount_field": "amount"},
                     },
                 }
             ],
@@ -330,7 +331,8 @@ class Demo:
         say(f"working in {self.directory}")
         say()
         say("The operator's configuration, proxy.json (mode 0600): pay needs an approval, balance is a read,")
-        say("refund is left unclassified so the model never sees it; hold 0s answers at once; lease_ttl 3s.")
+        say("refund is left unclassified so the model never sees it; hold 0s answers at once; lease_ttl 3s;")
+        say("payments spend from a budget of 1200 per 30 days, priced by their amount argument.")
         indented(self.write_configuration(), "  ")
         say()
         self.shell(["pin", "-config", "proxy.json"], what="pin")
@@ -351,6 +353,7 @@ class Demo:
                 await self.step3_after_restart(host)
                 await self.step4(host)
                 await self.step5(host)
+                await self.step6(host)
 
     async def step1(self, host: Any) -> None:
         step = "step 1"
@@ -503,6 +506,17 @@ class Demo:
             if parent == proxy and marker in environ:
                 return int(entry)
         raise DemoFailure("step 5: the proxy's payment server cannot be found (/proc is needed)")
+
+    async def step6(self, host: Any) -> None:
+        step = "step 6"
+        say("6. A payment past the month's budget is refused as OVER_BUDGET, not DENIED: nothing runs or waits.")
+        say("   (950 + 75 + 42 + 5 are spent; the plumber's rejected re-run released its 180)")
+        before = self.payments()
+        jeweller = {"to": "jeweller", "amount": 200}
+        self.expect(step, await self.call(host, "bank_pay", jeweller), "OVER_BUDGET", is_error=True)
+        self.expect(step, await self.call(host, "gate_status", {"tool": "bank_pay"}), "GATE_STATUS", is_error=False)
+        self.expect_payments(step, before, " (nothing ran)")
+        say()
 
     # ------------------------------------------------------------------ the end
 

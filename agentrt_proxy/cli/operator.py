@@ -180,6 +180,7 @@ def _runs(path: str, limit: int, offset: int, as_json: bool) -> int:
     with _opened(path, writer=False) as store:
         total = store.count_runs()
         summaries = _read_runs(store, limit, offset)
+        budgets = views.budget_lines(store.holds.every())
     # Waiting runs first within what was read; the store lists newest first.
     summaries = views.waiting_first(summaries)
     remaining = max(0, total - offset - len(summaries))
@@ -200,7 +201,7 @@ def _runs(path: str, limit: int, offset: int, as_json: bool) -> int:
     lines = views.runs_table(summaries)
     if remaining:
         lines.append(operator_text.op_more_runs(remaining, offset + len(summaries)))
-    _emit(lines)
+    _emit(lines + (["", *budgets] if budgets else []))
     return 0
 
 
@@ -235,7 +236,7 @@ def _show(path: str, run_id: str, as_json: bool) -> int:
         if as_json:
             _emit_json(_show_json(store, run, steps, approvals_, pending))
             return 0
-        lines = views.run_header(run)
+        lines = views.run_header(run) + views.budget_lines(store.holds.of_run(run_id))
         for a in pending:
             reason, known = _approval_reason(store, a), late_outcome_lines(store, a)
             block = views.approval_block(a, reason, program_invocation(), os.path.abspath(path), known)

@@ -11,12 +11,13 @@ from __future__ import annotations
 import datetime
 import json
 from collections.abc import Iterable, Sequence
+from decimal import Decimal
 from typing import Any
 
 from agentrt_proxy import canonical
 from agentrt_proxy.canonical import durations
 from agentrt_proxy.canonical.encoder import Raw, go_json
-from agentrt_proxy.store import Approval, Event, Run, RunSummary, Step
+from agentrt_proxy.store import HOLD_RESERVED, HOLD_SPENT, Approval, Event, Hold, Run, RunSummary, Step
 from agentrt_proxy.text import escaping, operator_text
 
 CELL_BYTES = 60
@@ -321,3 +322,17 @@ def approval_json(approval: Approval) -> dict[str, Any]:
     out["presentation"] = json_column(approval.presentation_json)
     out["request"] = json_column(approval.request_json)
     return out
+
+
+def budget_lines(holds: Sequence[Hold]) -> list[str]:
+    """What each budget has spent and holds reserved (released rows count for nothing), summed
+    exactly over the rows given: a run's for ``show``, every row for ``runs``."""
+    sums: dict[str, dict[str, Decimal]] = {}
+    for hold in holds:
+        by_state = sums.setdefault(hold.budget, {HOLD_SPENT: Decimal(0), HOLD_RESERVED: Decimal(0)})
+        if hold.state in by_state:
+            by_state[hold.state] += Decimal(hold.amount)
+    return [
+        operator_text.op_budget(name, format(by_state[HOLD_SPENT], "f"), format(by_state[HOLD_RESERVED], "f"))
+        for name, by_state in sums.items()
+    ]

@@ -158,6 +158,10 @@ def check_command(
         for server in down:
             _fail(operator_text.server_down_in_check(server.server, server.error), err_out)
         return 1
+    from agentrt_proxy.config.budget_fields import unpriced
+
+    for entry in unpriced(config.servers, config.budgets):
+        err_out.write(operator_text.unpriced_budget(*entry))
     out.write(f"status tool: {config.status_tool}\n")
     out.write(f"session: {config.session}\n")
     out.write(f"database: {config.database}\n")

@@ -370,7 +370,8 @@ def _rebuilt_view(rec: _Record, event: Event, view: Any, step: Step) -> RunView:
     if n_steps > len(earlier) or n_approvals > len(rec.approvals):
         raise Unrecheckable(operator_text.RECHECK_COUNTS)
     approvals = [_as_at(a, event, rec.decided.get(a.id, [])) for a in rec.approvals[:n_approvals]]
-    return RunView(run, earlier[:n_steps], approvals, step)
+    context = view.get("context")  # budgets' spending and untrusted content, as read then
+    return RunView(run, earlier[:n_steps], approvals, step, context if isinstance(context, dict) else None)
 
 
 def _as_at(approval: Approval, event: Event, decided: list[tuple[int, Event]]) -> Approval:

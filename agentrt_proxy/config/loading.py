@@ -21,9 +21,11 @@ from agentrt_proxy import canonical
 from agentrt_proxy.canonical import JSONBoundaryError, Number
 from agentrt_proxy.canonical.durations import DurationError, format_go, parse_go
 from agentrt_proxy.canonical.quoting import go_quote
+from agentrt_proxy.config import budget_fields
 from agentrt_proxy.config.env_refs import EnvReferenceError, expand, has_reference
 from agentrt_proxy.config.files import read_owned
 from agentrt_proxy.config.model import (
+    CLEAN_CONTEXT_OUTCOMES,
     DEFAULT_CONNECT_TIMEOUT,
     DEFAULT_HOLD,
     DEFAULT_LEASE_TTL,
@@ -177,6 +179,7 @@ def _build(tree: Any, path: Path, errors: _Errors, environ: Mapping[str, str] | 
     lease_ttl = top.duration("lease_ttl")
     max_message_value = top.get("max_message_bytes")
     max_result_bytes_value = top.get("max_result_bytes")
+    budgets_value = top.get("budgets")
     top.finish()
 
     if not database:
@@ -197,6 +200,7 @@ def _build(tree: Any, path: Path, errors: _Errors, environ: Mapping[str, str] | 
 
     max_message_bytes = _max_message_bytes(max_message_value, errors)
     servers = _servers(servers_value, base, errors, environ, max_message_bytes)
+    budgets = budget_fields.budgets(budgets_value, servers, errors.fail)
     return Config(
         path=path,
         database=_absolute(base, database),
@@ -212,6 +216,7 @@ def _build(tree: Any, path: Path, errors: _Errors, environ: Mapping[str, str] | 
         lease_ttl=DEFAULT_LEASE_TTL if lease_ttl is None else lease_ttl,
         max_message_bytes=max_message_bytes,
         max_result_bytes=max_result_bytes,
+        budgets=budgets,
     )
 
 
@@ -299,6 +304,7 @@ def _servers(
         resources = entry.boolean("resources")
         prompts = entry.boolean("prompts")
         prompt_names_value = entry.get("prompt_names")
+        trust_value = entry.string("trust")
         entry.finish()
 
         if not name:
@@ -340,6 +346,7 @@ def _servers(
                 prompts=prompts,
                 prompt_names=prompt_names,
                 max_message_bytes=max_message_bytes,
+                trust=budget_fields.trust(name, trust_value, errors.fail),
             )
         )
     return tuple(servers)
@@ -470,9 +477,21 @@ def _rule(server: str, tool: str, value: Any, errors: _Errors) -> Rule:
     rename = entry.string("rename")
     allow_hint_mismatch = entry.boolean("allow_hint_mismatch")
     terminal = entry.boolean("terminal")
+    amount_field = entry.string("amount_field")
+    currency_field = entry.string("currency_field")
+    requires_clean_context = entry.boolean("requires_clean_context")
+    clean_context = entry.string("clean_context")
     entry.finish()
     if outcome is not None and outcome not in OUTCOMES:
         errors.fail(f"{where}: outcome {go_quote(outcome)} is not allow, require_approval, or deny")
+    budget_fields.check_field(where, "amount_field", amount_field, errors.fail)
+    budget_fields.check_field(where, "currency_field", currency_field, errors.fail)
+    if currency_field is not None and amount_field is None:
+        errors.fail(f"{where}: currency_field needs an amount_field")
+    if clean_context is not None and clean_context not in CLEAN_CONTEXT_OUTCOMES:
+        errors.fail(f"{where}: clean_context {go_quote(clean_context)} is not require_approval or deny")
+    if clean_context is not None and not requires_clean_context:
+        errors.fail(f"{where}: clean_context applies only with \"requires_clean_context\": true")
     if fixed_value is not None and not isinstance(fixed_value, dict):
         errors.fail(f"{where}: fixed must be an object of parameter name to value")
     return Rule(
@@ -486,6 +505,10 @@ def _rule(server: str, tool: str, value: Any, errors: _Errors) -> Rule:
         terminal=terminal,
         outcome=outcome,
         repeat_window=repeat_window,
+        amount_field=amount_field,
+        currency_field=currency_field,
+        requires_clean_context=requires_clean_context,
+        clean_context=clean_context or "require_approval",
     )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -70,6 +71,43 @@ class Rule:
     terminal: bool = False  # accepted for the rules.json shape; every proxy tool is terminal
     outcome: str | None = None
     repeat_window: int | None = None
+    # What a call spends (docs/decisions/0017): a top-level argument name or a JSON Pointer into
+    # the arguments; None: the tool is unpriced (it spends zero). currency_field likewise.
+    amount_field: str | None = None
+    currency_field: str | None = None
+    # After this process returned a result from an untrusted server, this tool needs an
+    # approval ("require_approval") or is refused ("deny").
+    requires_clean_context: bool = False
+    clean_context: str = "require_approval"
+
+
+TRUSTED = "trusted"
+UNTRUSTED = "untrusted"
+CLEAN_CONTEXT_OUTCOMES = ("require_approval", "deny")
+OVER_BUDGET_OUTCOMES = ("deny", "require_approval")
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A spending allowance over some registered tools: ``limit`` (exact) per rolling
+    ``window`` (ns; None: a lifetime allowance), in one ``currency`` or across all (None)."""
+
+    name: str
+    tools: tuple[str, ...]
+    limit: Decimal
+    window: int | None = None
+    currency: str | None = None
+    over_budget: str = "deny"
+
+    def identity(self) -> dict[str, Any]:
+        entry: dict[str, Any] = {"name": self.name, "tools": list(self.tools), "limit": format(self.limit, "f")}
+        if self.window is not None:
+            entry["window_ns"] = str(self.window)
+        if self.currency is not None:
+            entry["currency"] = self.currency
+        if self.over_budget != "deny":
+            entry["over_budget"] = self.over_budget
+        return entry
 
 
 @dataclass(frozen=True)
@@ -89,6 +127,7 @@ class ServerConfig:
     resources: bool = False
     prompts: bool = False
     prompt_names: dict[str, str] = field(default_factory=dict)  # a prompt's own name -> the host's name
+    trust: str = UNTRUSTED  # "trusted" only when the operator says so
 
     # The top-level max_message_bytes, copied onto each server so whatever connects one needs
     # nothing else of the configuration.
@@ -111,6 +150,7 @@ class Config:
     lease_ttl: int = DEFAULT_LEASE_TTL
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES
+    budgets: tuple[Budget, ...] = ()
 
     def policy_id(self) -> str:
         """``agentrt-proxy/sha256:`` + hex SHA-256 of exactly what the policy decides from."""
@@ -128,9 +168,24 @@ class Config:
                     entry["fixed"] = dict(rule.fixed)
                 if rule.rename:
                     entry["rename"] = rule.rename
+                # The fields of budgets and clean context, only when set: a configuration
+                # without them keeps the identity it had before they existed.
+                if rule.amount_field is not None:
+                    entry["amount_field"] = rule.amount_field
+                if rule.currency_field is not None:
+                    entry["currency_field"] = rule.currency_field
+                if rule.requires_clean_context:
+                    entry["requires_clean_context"] = True
+                    entry["clean_context"] = rule.clean_context
                 rules[tool] = entry
-            servers.append({"name": server.name, "rules": rules})
-        return {"policy": dict(self.policy), "servers": servers}
+            server_entry: dict[str, Any] = {"name": server.name, "rules": rules}
+            if server.trust != UNTRUSTED:
+                server_entry["trust"] = server.trust
+            servers.append(server_entry)
+        identity: dict[str, Any] = {"policy": dict(self.policy), "servers": servers}
+        if self.budgets:
+            identity["budgets"] = [budget.identity() for budget in self.budgets]
+        return identity
 
     def protected_files(self) -> list[Path]:
         """The files whose writer could rewrite the policy or forge an approval."""

@@ -12,7 +12,9 @@ import hashlib
 from typing import Any
 
 from agentrt_proxy import canonical
+from agentrt_proxy.canonical import durations
 from agentrt_proxy.canonical.clock import WALL
+from agentrt_proxy.gate.attempts import INTERRUPTED_SIDE_EFFECT, interrupted_attempt
 from agentrt_proxy.gate.model import expired, fmt, observation_json, observe
 from agentrt_proxy.gate.transitions import expire_approval, finish_run
 from agentrt_proxy.store import (
@@ -34,6 +36,7 @@ from agentrt_proxy.store import (
     RunStateError,
     Store,
     Tx,
+    holds,
 )
 from agentrt_proxy.text.record_text import (
     ERR_CANNOT_CANCEL,
@@ -122,6 +125,17 @@ def _reject_run(tx: Tx, a: Approval, note: str, at: str) -> None:
     tx.update_step(a.step_id, expect=IN_FLIGHT, status=STEP_FAILED, observation_json=observation_json(obs),
                    observation_hash=obs.content_hash, finished_at=at)
     finish_run(tx, a.run_id, expect=WAITING, status=CANCELLED, reason="approval_rejected", detail=note, at=at)
+    _release_holds(tx, a, at)
+
+
+def _release_holds(tx: Tx, a: Approval, at: str) -> None:
+    """A rejection frees what the run reserved from its budgets (an unknown outcome's kept
+    reservation included, and the one a fresh run asking about it would have taken over)."""
+    now = durations.parse_time(at)
+    holds.release(tx, a.run_id, now)
+    attempt = interrupted_attempt(a) if a.kind == INTERRUPTED_SIDE_EFFECT else None
+    if attempt is not None and attempt.run_id != a.run_id:
+        holds.release(tx, attempt.run_id, now)
 
 
 def approve_shown(store: Store, run_id: str, approval_id: str, shown_hash: str, by: str, note: str = "",

@@ -108,8 +108,8 @@ def _collect(gate: Gate, run: Run) -> tuple[Session | None, Verdict]:
     mismatch = args_error(spec, request.args)
     if mismatch:
         return session, _invalid_on_resume(session, step, grant.id, mismatch, now_ns)
-    view = RunView(run, [s for s in gate.store.steps_of(run.id) if s.idx < step.idx],
-                   gate.store.approvals_of(run.id), step)
+    view = gate.with_context(RunView(run, [s for s in gate.store.steps_of(run.id) if s.idx < step.idx],
+                                     gate.store.approvals_of(run.id), step), request)
     try:
         pd = gate.policy.evaluate(request, view)
     except Exception as exc:  # a policy error ends the run, never a traceback

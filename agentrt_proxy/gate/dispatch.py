@@ -57,7 +57,10 @@ def dispatch_decision(session: Session, step: Step, prop: Proposal, *, expect_ru
 
 def _refuse(session: Session, step: Step, prop: Proposal, on_resume: bool, at: str) -> Verdict:
     pd, gate = prop.decision, session.gate
-    obs = observe("policy_denied", {"tool": prop.request.spec.name, "reason": pd.reason},
+    content = {"tool": prop.request.spec.name, "reason": pd.reason}
+    if pd.kind:  # a guard's refusal says which (over_budget: the model hears OVER_BUDGET)
+        content["kind"] = pd.kind
+    obs = observe("policy_denied", content,
                   _REFUSED[(pd.outcome, on_resume)].format(reason=pd.reason))
     session.forget_begun()  # the run now has a finished step
     with session.store.write() as tx:

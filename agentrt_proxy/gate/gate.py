@@ -9,6 +9,7 @@ and time to live, and the runs this gate has a session open on.
 
 from __future__ import annotations
 
+import dataclasses
 import secrets
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -19,19 +20,22 @@ from agentrt_proxy.gate import attempts
 from agentrt_proxy.gate.arguments import validation_error
 from agentrt_proxy.gate.attach import attach
 from agentrt_proxy.gate.model import Decision, Limits, PreparedDecision, Verdict, fmt, record_decision
-from agentrt_proxy.gate.policy import Policy, Reconciliation
+from agentrt_proxy.gate.policy import Policy, Reconciliation, RunView, ToolRequest
 from agentrt_proxy.gate.session import Session
 from agentrt_proxy.store import DEFAULT_LEASE_TTL_NS, RUNNING, Run, RunLeased, Step, Store
 from agentrt_proxy.text.record_text import ERR_LIMITS, ERR_TOOL_NAMES, ERR_TOOL_TIMEOUT
 from agentrt_proxy.upstream import ToolSpec
 
 Reconcile = Callable[[Run, list[Step]], Reconciliation]
+# What a decision reads besides the run (RunView.context): read as the policy is evaluated,
+# inside the transaction that acts on the decision. None: nothing.
+Context = Callable[[ToolRequest], "Mapping[str, Any] | None"]
 
 
 class Gate:
     def __init__(self, store: Store, policy: Policy, tools: Sequence[ToolSpec], *, clock: Clock | None = None,
                  reconcile: Reconcile | None = None, lease_ttl: int = DEFAULT_LEASE_TTL_NS,
-                 lease_owner: str = "", wall: Clock | None = None) -> None:
+                 lease_owner: str = "", wall: Clock | None = None, context: Context | None = None) -> None:
         names = [t.name for t in tools]
         if len(set(names)) != len(names) or any(not n for n in names):
             raise ValueError(ERR_TOOL_NAMES)
@@ -45,6 +49,7 @@ class Gate:
         self.clock: Clock = clock or WALL
         self.wall: Clock = wall or WALL
         self.reconcile = reconcile
+        self.context = context
         self.lease_ttl = lease_ttl
         # Random bits only, never new_id()'s time prefix: two gates made in the same
         # millisecond (two processes) must not share an owner, or each would renew and
@@ -103,6 +108,13 @@ class Gate:
 
     def lease_expiry(self) -> str:
         return fmt(self.wall.now_ns() + self.lease_ttl)
+
+    def with_context(self, view: RunView, request: ToolRequest) -> RunView:
+        """The view with what the decision reads besides the run (``context``), when any."""
+        if self.context is None:
+            return view
+        context = self.context(request)
+        return view if context is None else dataclasses.replace(view, context=context)
 
     def spec(self, name: str) -> ToolSpec | None:
         return self.tools.get(name)

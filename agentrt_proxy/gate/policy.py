@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from agentrt_proxy import canonical
 from agentrt_proxy.config import DEFAULT_POLICY, READ_ONLY
 from agentrt_proxy.gate.attempts import INTERRUPTED_SIDE_EFFECT, Attempt, last_interrupted_while_executing
+from agentrt_proxy.gate.guards import Guards, Ruling
 from agentrt_proxy.text.record_text import (
     DETAIL_TOOL_GONE,
     HOW_ENDED,
@@ -94,6 +95,10 @@ class RunView:
     steps: list[Step]
     approvals: list[Approval]
     step: Step | None = None
+    # What the decision reads besides the run (docs/decisions/0017): each covering budget's
+    # spending ("budgets") and the untrusted result this process returned ("untrusted").
+    # Read by the gate as it decides, recorded with the view, rebuilt by recheck; None: none.
+    context: Mapping[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -160,6 +165,10 @@ def offered_tools_from_config(config: Config) -> dict[str, OfferedTool]:
     return out
 
 
+def _decision(ruling: Ruling) -> PolicyDecision:
+    return PolicyDecision(ruling.outcome, ruling.reason, ruling.kind, ruling.capability, ruling.presentation)
+
+
 def _parse_or(raw: str, default: Any) -> Any:
     if not raw or not raw.strip():
         return default
@@ -172,16 +181,20 @@ def _parse_or(raw: str, default: Any) -> Any:
 class ProxyPolicy:
     """The gate's policy for the proxy. Thread-safe: re-runs are registered per run."""
 
-    def __init__(self, classes: Mapping[str, str], tools: Mapping[str, OfferedTool], identity: str) -> None:
+    def __init__(self, classes: Mapping[str, str], tools: Mapping[str, OfferedTool], identity: str,
+                 guards: Guards | None = None) -> None:
         self.classes = {**default_policy(), **classes}
         self.tools = dict(tools)
         self._identity = identity
+        self.guards = guards  # budgets and the clean-context rule; None: neither
         self._reruns: dict[str, Attempt] = {}
         self._lock = threading.Lock()
 
     @classmethod
     def from_config(cls, config: Config, tools: Mapping[str, OfferedTool] | None = None) -> ProxyPolicy:
-        return cls(config.policy, offered_tools_from_config(config) if tools is None else tools, config.policy_id())
+        guards = Guards.from_config(config)
+        return cls(config.policy, offered_tools_from_config(config) if tools is None else tools, config.policy_id(),
+                   guards if guards.active else None)
 
     def policy_id(self) -> str:
         return self._identity
@@ -214,7 +227,13 @@ class ProxyPolicy:
             return PolicyDecision(DENY, reason)  # deny beats a re-run
         attempt = self.rerun_attempt(request, view)
         if attempt is not None:
-            return self.interruption(tool, request.args, attempt)
+            return self.interruption(tool, request.args, attempt)  # its spending was reserved when it first ran
+        if self.guards is not None and outcome in (ALLOW, REQUIRE_APPROVAL):
+            guarded = self.guards.check(tool, request, view, lambda t, args: self.capability(t, args, None))
+            if guarded is None:
+                guarded = self.guards.granted(view, request.step_id)
+            if guarded is not None:
+                return _decision(guarded)
         if outcome == ALLOW:
             return PolicyDecision(ALLOW, reason)
         if outcome == REQUIRE_APPROVAL:

@@ -224,7 +224,7 @@ class Session:
         return Verdict(ENDED, run=self.store.get_run(self.run_id))
 
     def _apply_policy(self, step: Step, request: ToolRequest, now_ns: int, spec_hash: str) -> Verdict:
-        view = self._view(step)
+        view = self.gate.with_context(self._view(step), request)
         now = fmt(now_ns)
         try:
             pd = self.gate.policy.evaluate(request, view)

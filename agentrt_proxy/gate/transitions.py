@@ -73,12 +73,15 @@ def fail_step(tx: Tx, step: Step, obs: Observation, at: str, *, expect: str | tu
 
 def view_tree(view: RunView) -> dict[str, Any]:
     r = view.run
-    return {
+    tree: dict[str, Any] = {
         "status": r.status, "step_count": r.step_count, "model_calls": r.model_calls,
         "input_tokens": r.input_tokens, "output_tokens": r.output_tokens,
         "cached_input_tokens": r.cached_input_tokens, "estimated_cost_micros": r.estimated_cost_micros,
         "active_ms": r.active_ms, "steps": len(view.steps), "approvals": len(view.approvals),
     }
+    if view.context is not None:  # recorded so that recheck decides from what was read then
+        tree["context"] = dict(view.context)
+    return tree
 
 
 def record_policy(tx: Tx, step: Step, decision: PolicyDecision, at: str, *, policy_id: str, spec_hash: str,

@@ -30,6 +30,11 @@ def text_result(text: str, *, is_error: bool, structured: str | None = None) -> 
 # happens to begin the same way. A tool's own result never carries it: a server's result
 # ``_meta`` passes through without this one key (the record keeps what the server sent).
 OUTCOME_META_KEY = "gate/outcome"
+# The ``_meta`` key that marks a tool's result from a server the operator has not declared
+# ``"trust": "trusted"`` (docs/decisions/0017), so a host can show it as untrusted content. Its
+# value is ``true``. A server's own ``_meta`` never passes it through: it cannot vouch for itself.
+UNTRUSTED_META_KEY = "gate/untrusted"
+_OWN_KEYS = (OUTCOME_META_KEY, UNTRUSTED_META_KEY)
 
 
 def prose(text: str) -> dict[str, Any]:
@@ -42,18 +47,22 @@ def prose(text: str) -> dict[str, Any]:
     return result
 
 
-def tool_result(content: Any, form: str = "") -> dict[str, Any]:
+def tool_result(content: Any, form: str = "", *, untrusted: bool = False) -> dict[str, Any]:
     """A tool's own result, passed back as recorded. In the ``CALL_TOOL_RESULT`` form: its blocks,
     structured content and ``_meta`` as the server sent them. A record made before that form
-    (``form`` empty): its text, and an object as structured content."""
+    (``form`` empty): its text, and an object as structured content. ``untrusted``: marked so in
+    ``_meta`` (``UNTRUSTED_META_KEY``), the result itself unchanged."""
     if form == CALL_TOOL_RESULT and isinstance(content, dict):
-        return _passed_through(content)
+        return _passed_through(content, untrusted)
     text = content if isinstance(content, str) else canonical.policy_text(content)
     structured = canonical.policy_text(content) if isinstance(content, dict) else None
-    return text_result(text, is_error=False, structured=structured)
+    result = text_result(text, is_error=False, structured=structured)
+    if untrusted:
+        result["_meta"] = {UNTRUSTED_META_KEY: True}
+    return result
 
 
-def _passed_through(record: dict[str, Any]) -> dict[str, Any]:
+def _passed_through(record: dict[str, Any], untrusted: bool = False) -> dict[str, Any]:
     # Written as literal JSON: the record's numbers are literals (``canonical.Number``), which
     # the wire's encoder would otherwise write as strings.
     blocks = record.get("content")
@@ -62,10 +71,11 @@ def _passed_through(record: dict[str, Any]) -> dict[str, Any]:
         result["structuredContent"] = RawJSON(canonical.policy_text(record["structuredContent"]))
     result["isError"] = False
     meta = record.get("_meta")
-    if isinstance(meta, dict):
-        meta = {key: value for key, value in meta.items() if key != OUTCOME_META_KEY}  # never the proxy's mark
-        if meta:
-            result["_meta"] = RawJSON(canonical.policy_text(meta))
+    kept = {key: value for key, value in meta.items() if key not in _OWN_KEYS} if isinstance(meta, dict) else {}
+    if untrusted:
+        kept[UNTRUSTED_META_KEY] = True  # never the proxy's marks as the server wrote them
+    if kept:
+        result["_meta"] = RawJSON(canonical.policy_text(kept))
     return result
 
 

@@ -5,9 +5,20 @@ approval past its expiry. Each attaches through the gate, which judges the run a
 
 from __future__ import annotations
 
-from agentrt_proxy.gate import ALLOWED, DENIED, ENDED, PENDING, Gate, Session, Verdict
+from agentrt_proxy.gate import (
+    ALLOWED,
+    DENIED,
+    ENDED,
+    INTERRUPTED_SIDE_EFFECT,
+    PENDING,
+    Gate,
+    Session,
+    Verdict,
+    attempts,
+)
 from agentrt_proxy.proxy import answers, verdict_text
 from agentrt_proxy.proxy.applied import Answer, Applied, DecideAgain, Execute, Pending, Retry
+from agentrt_proxy.proxy.guarded import Guarded
 from agentrt_proxy.proxy.parts import OperatorLog
 from agentrt_proxy.proxy.settling import Settling, closing_of_denied
 from agentrt_proxy.store import RunLeased, RunStateError, StoreError
@@ -16,10 +27,11 @@ from agentrt_proxy.text.operator_text import CLOSE_TAKEN_OVER
 
 
 class Attaching:
-    def __init__(self, gate: Gate, settling: Settling, log: OperatorLog) -> None:
+    def __init__(self, gate: Gate, settling: Settling, log: OperatorLog, guarded: Guarded | None = None) -> None:
         self.gate = gate
         self.settling = settling
         self.log = log
+        self.guarded = guarded
 
     def _attach(self, run_id: str, could_not: str) -> tuple[Session | None, Verdict] | Applied:
         """Attach to a run (collect or take over); what a failed attach answers instead."""
@@ -47,7 +59,10 @@ class Attaching:
     def collect(self, tool_name: str, run_id: str) -> Applied | DecideAgain:
         """Rule 1, approved: the gate evaluates the policy again and judges the grant's age;
         what executes is the recorded request, never this call's bytes."""
-        attached = self._attach(run_id, model_text.COULD_NOT_COLLECT)
+        if self.guarded is not None and self.guarded.covers(tool_name):
+            attached = self._collect_reserving(tool_name, run_id)
+        else:
+            attached = self._attach(run_id, model_text.COULD_NOT_COLLECT)
         if not isinstance(attached, tuple):
             return attached
         session, verdict = attached
@@ -64,6 +79,34 @@ class Attaching:
         if session is not None:
             session.close()
         return Retry()
+
+    def _collect_reserving(self, tool_name: str, run_id: str) -> tuple[Session | None, Verdict] | Applied:
+        """Collect under a budget: the policy reads the budgets' spending, and an allowed call
+        reserves its amount, in ONE write transaction (a waiting approval reserved nothing, and
+        is checked again here). Anything failing inside rolls it back: the rules decide again."""
+        guarded = self.guarded
+        assert guarded is not None
+        attached: tuple[Session | None, Verdict] | Applied = Retry()
+        try:
+            with self.gate.store.write():
+                attached = self._attach(run_id, model_text.COULD_NOT_COLLECT)
+                if isinstance(attached, tuple) and attached[1].outcome == ALLOWED and attached[1].request is not None:
+                    guarded.reserve(run_id, tool_name, attached[1].request.args, self._carried_from(run_id))
+        except StoreError as err:
+            if isinstance(attached, tuple) and attached[0] is not None:
+                attached[0].end()  # its writes were rolled back
+            self.log.error(f"run {run_id}: {err}")
+            return Retry()
+        return attached
+
+    def _carried_from(self, run_id: str) -> str:
+        """The run whose unknown outcome this run's interruption approval asks about, when another."""
+        approvals = self.gate.store.approvals_of(run_id)
+        latest = approvals[-1] if approvals else None
+        if latest is None or latest.kind != INTERRUPTED_SIDE_EFFECT:
+            return ""
+        attempt = attempts.interrupted_attempt(latest)
+        return attempt.run_id if attempt is not None and attempt.run_id != run_id else ""
 
     def take_over(self, tool_name: str, run_id: str) -> Applied | DecideAgain:
         """Rule 3: a mutating call cut off while executing now waits on an interruption

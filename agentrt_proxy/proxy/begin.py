@@ -160,6 +160,8 @@ class Beginning:
                 verdict = propose(self.parts, session, tool.name, arguments_text, origin, rerun, prepared)
                 stage = "start"
                 if start and verdict.outcome == ALLOWED:
+                    if self.parts.guarded is not None:  # in this transaction: two proxies never overspend
+                        self.parts.guarded.reserve(run_id, tool.name, prepared.recorded.args)
                     session.start_tool()
                 elif start and verdict.outcome == DENIED:
                     self.settling.close_run_now(session, closing_of_denied(verdict))

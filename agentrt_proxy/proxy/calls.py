@@ -64,7 +64,7 @@ class CallRules:
         self.facts = parts.tool_facts()
         self.session_facts = rules.SessionFacts(parts.settings.max_pending, parts.settings.grant_ttl, self.facts)
         self.settling = Settling(parts.store, parts.clock, self.facts, parts.log)
-        self.attaching = Attaching(parts.gate, self.settling, parts.log)
+        self.attaching = Attaching(parts.gate, self.settling, parts.log, parts.guarded)
         # Drawn through this object on each call, so a test can make two ids collide
         # (tests/harness.draw_run_ids replaces ``_new_run_id``).
         self.beginning = Beginning(parts, self.settling, lambda: self._new_run_id())

@@ -57,9 +57,18 @@ class Executing:
 
         closed: list[str] = []
 
+        guarded = self.parts.guarded
+
         def on_recorded(obs: Observation) -> None:
             # Inside the transaction that records the outcome (docs/decisions/0005): a known
             # outcome settles the row, and a known tool error also gets the proxy's closing decision.
+            # A budget's reservation is spent with a result, released with a known failure (the
+            # not-sent one too), and kept while the outcome is unknown (docs/decisions/0017).
+            if guarded is not None:
+                if obs.kind == "tool_result":
+                    guarded.spent(session.run_id, tool.name)
+                elif obs.kind == "tool_error" and _unknown_ending(facts, obs) is None:
+                    guarded.released(session.run_id, tool.name)
             if obs.kind == "tool_result":
                 if allowed.row is not None and session.ended_run is not None:
                     # The recording just ended the run with this result, the run's last attempt:
@@ -76,6 +85,8 @@ class Executing:
             verdict = await session.execute(call_upstream, on_recorded)
         except ApprovalExpired as err:
             until = format_time_seconds(self.clock.now_ns() + tool.repeat_window)
+            if guarded is not None:  # nothing was sent: what collecting it reserved is free again
+                guarded.released(session.run_id, tool.name)
             self.settling.settle_run(session.run_id)
             return answers.prose(model_text.expired(err.approval_id, until))
         except (RunStateError, LeaseLost):
@@ -96,7 +107,9 @@ class Executing:
             return answers.prose(model_text.unavailable(model_text.OUTCOME_NOT_RECORDED))
         if obs.kind == "tool_result":
             session.close()  # the row was settled with the outcome
-            return answers.tool_result(obs.content, obs.form)
+            untrusted = self.parts.untrusted
+            untrusted.returned(tool.server, tool.name, session.run_id)
+            return answers.tool_result(obs.content, obs.form, untrusted=untrusted.is_untrusted(tool.server))
         if obs.kind != "tool_error":
             session.close()
             return answers.prose(model_text.unavailable(model_text.OUTCOME_NOT_RECORDED))

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from agentrt_proxy.config import Config
 from agentrt_proxy.gate import Clock, Gate, Limits, ProxyPolicy, proxy_limits
+from agentrt_proxy.proxy.guarded import Guarded, UntrustedSource
 from agentrt_proxy.proxy.rules import ToolFacts
 from agentrt_proxy.store import Approval, Store
 from agentrt_proxy.text import operator_text
@@ -74,6 +75,10 @@ class CallParts:
     clock: Clock  # the proxy's clock (leases always use the wall clock)
     settings: CallSettings
     log: OperatorLog
+    # Budgets and the clean-context rule (None: the configuration has neither), and what this
+    # process returned from untrusted servers (docs/decisions/0017).
+    guarded: Guarded | None = None
+    untrusted: UntrustedSource = field(default_factory=UntrustedSource)
 
     def tool_facts(self) -> dict[str, ToolFacts]:
         """What the rules need of each offered tool."""

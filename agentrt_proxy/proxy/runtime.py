@@ -67,6 +67,13 @@ class Runtime:
         }
         self.policy = ProxyPolicy.from_config(config, offered)
         clock = clock or WallClock()
+        from agentrt_proxy.config.budget_fields import unpriced
+        from agentrt_proxy.proxy.guarded import Guarded, UntrustedSource
+
+        for entry in unpriced(config.servers, config.budgets):  # loud, at the start of every process
+            write_stderr(operator_text.unpriced_budget(*entry))
+        untrusted = UntrustedSource.from_config(config)
+        guarded = Guarded(self.policy.guards, store, clock, untrusted) if self.policy.guards is not None else None
         self.gate = Gate(
             store,
             self.policy,
@@ -75,10 +82,11 @@ class Runtime:
             reconcile=self.policy.reconcile,
             lease_ttl=config.lease_ttl,
             lease_owner=f"agentrt-proxy:{config.session}",
+            context=guarded.context if guarded is not None else None,
         )
         log = OperatorLog(write_stderr, program_invocation(), str(config.database))
         settings = CallSettings.from_config(config, hold_poll)
-        parts = CallParts(store, self.gate, self.policy, self.tools, clock, settings, log)
+        parts = CallParts(store, self.gate, self.policy, self.tools, clock, settings, log, guarded, untrusted)
         self.rules = CallRules(parts, shutting_down)
         self.status = StatusReader(store, config.session, config.grant_ttl, self._is_known_answer)
         self.clock = clock
@@ -132,9 +140,12 @@ class Runtime:
         return answers.for_output_schema(result) if tool.output_schema is not None else result
 
     def _status(self, arguments_text: str | None) -> dict[str, Any]:
-        from agentrt_proxy.proxy.status import StatusArgumentsError, parse_arguments  # imported by open_runtime
+        from agentrt_proxy.proxy.status import StatusArgumentsError, parse_arguments, parse_tool  # by open_runtime
 
         try:
+            tool = parse_tool(arguments_text)
+            if tool is not None:
+                return answers.prose(self._budget_status(tool))
             approval_id = parse_arguments(arguments_text)
         except StatusArgumentsError as err:
             return answers.prose(model_text.invalid(str(err)))
@@ -143,6 +154,14 @@ class Runtime:
         except StoreError:
             return answers.prose(model_text.unavailable(model_text.STATUS_COULD_NOT_READ))
         return answers.prose(text)  # GATE_STATUS: …
+
+    def _budget_status(self, tool: str) -> str:
+        """What remains of the budgets covering ``tool``, now (the status tool given ``tool``)."""
+        from agentrt_proxy.gate.guards import budget_status_lines
+
+        guards = self.policy.guards
+        lines = budget_status_lines(guards.budgets, self.store, tool, self.clock.now_ns()) if guards else []
+        return model_text.status_budgets(tool, lines)
 
     async def close(self) -> None:
         await self.notes.aclose()

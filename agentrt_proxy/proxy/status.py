@@ -34,7 +34,25 @@ def parse_arguments(arguments_text: str | None) -> str | None:
         raise StatusArgumentsError(model_text.STATUS_BAD_ARGUMENTS) from None
     if not isinstance(args, dict) or set(args) - {"approval_id"}:
         raise StatusArgumentsError(model_text.STATUS_BAD_ARGUMENTS)
-    value = args.get("approval_id")
+    return _string(args, "approval_id")
+
+
+def parse_tool(arguments_text: str | None) -> str | None:
+    """The tool whose budgets the status tool is asked about (``{"tool": "<name>"}``), or None."""
+    try:
+        args = canonical.parse_strict(canonical.normalise_arguments(arguments_text))
+    except canonical.JSONBoundaryError:
+        return None
+    if not isinstance(args, dict) or set(args) != {"tool"}:
+        return None
+    tool = _string(args, "tool")
+    if tool is None:
+        raise StatusArgumentsError(model_text.STATUS_BAD_ARGUMENTS)
+    return tool
+
+
+def _string(args: dict[str, Any], name: str) -> str | None:
+    value = args.get(name)
     if value is None:
         return None
     if not isinstance(value, str) or isinstance(value, canonical.Number):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from agentrt_proxy.gate import INTERRUPTED_SIDE_EFFECT, Verdict, attempts
+from agentrt_proxy.gate.guards import OVER_BUDGET_KIND
 from agentrt_proxy.store import Approval
 from agentrt_proxy.text import model_text
 
@@ -23,4 +24,6 @@ def denied_text(verdict: Verdict) -> str:
     content = obs.content if obs is not None and isinstance(obs.content, dict) else {}
     if obs is not None and obs.kind == "invalid_decision":
         return model_text.invalid(str(content.get("error", "")))
+    if content.get("kind") == OVER_BUDGET_KIND:
+        return model_text.over_budget(str(content.get("reason", "")))
     return model_text.denied(str(content.get("reason", "")))

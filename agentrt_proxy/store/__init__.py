@@ -5,6 +5,7 @@ chain, the state table every compare-and-set consults, and the mapping of every 
 the store's errors. Code outside the package imports these names from here.
 """
 
+from agentrt_proxy.store import holds
 from agentrt_proxy.store.audit import PROMPT_GET, RESOURCE_READ, PassthroughRead, record_passthrough
 from agentrt_proxy.store.chain import ChainBreak, VerifyReport, chain_hash
 from agentrt_proxy.store.errors import (
@@ -31,6 +32,7 @@ from agentrt_proxy.store.errors import (
     UnsafeSchema,
     WouldBlock,
 )
+from agentrt_proxy.store.holds import Hold
 from agentrt_proxy.store.ids import new_id, new_run_id
 from agentrt_proxy.store.inbox import events_after, pending_approvals
 from agentrt_proxy.store.index import ProxyCall
@@ -49,6 +51,9 @@ from agentrt_proxy.store.states import (
     EXECUTING,
     EXPIRED,
     FAILED,
+    HOLD_RELEASED,
+    HOLD_RESERVED,
+    HOLD_SPENT,
     IN_FLIGHT,
     OUTCOME_KNOWN,
     OUTCOME_NONE,
@@ -79,6 +84,9 @@ __all__ = [
     "EXECUTING",
     "EXPIRED",
     "FAILED",
+    "HOLD_RELEASED",
+    "HOLD_RESERVED",
+    "HOLD_SPENT",
     "IN_FLIGHT",
     "MSG_RUN_STATE",
     "OUTCOME_KNOWN",
@@ -102,6 +110,7 @@ __all__ = [
     "ChainBreak",
     "ClaimLost",
     "Event",
+    "Hold",
     "InsecureMode",
     "LeaseLost",
     "Mismatch",
@@ -133,6 +142,7 @@ __all__ = [
     "call_record",
     "chain_hash",
     "events_after",
+    "holds",
     "new_id",
     "new_run_id",
     "pending_approvals",

@@ -166,6 +166,28 @@ ALTER TABLE proxy_calls ADD COLUMN outcome INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX proxy_calls_outcome ON proxy_calls(session, request_key, outcome, id);
 """
 
+# Budget reservations (docs/decisions/0017): one row per (run, budget) a call spends from,
+# written in the transaction that claims the call. ``amount`` is the exact decimal's text;
+# ``at`` the proxy clock's Unix ns when reserved (a rolling window counts from it). The state
+# moves are in states.py (HOLD): reserved -> spent (the result is recorded) or released (a
+# known failure, a rejection). ``run_id`` moves only when a fresh run takes over the question
+# about an unknown outcome (the reservation goes with it, never doubled).
+_PROXY_MIGRATION_3 = """
+CREATE TABLE budget_holds (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    session TEXT NOT NULL,
+    budget TEXT NOT NULL,
+    currency TEXT NOT NULL DEFAULT '',
+    run_id TEXT NOT NULL,
+    amount TEXT NOT NULL,
+    at INTEGER NOT NULL,
+    state TEXT NOT NULL DEFAULT 'reserved',
+    settled_at INTEGER NOT NULL DEFAULT 0,
+    UNIQUE(run_id, budget)
+);
+CREATE INDEX budget_holds_window ON budget_holds(session, budget, at);
+"""
+
 # Not a migration: a small partial index so "which other requests to this tool are
 # unresolved" reads only unresolved rows instead of the session's whole history. Being
 # outside the numbered migrations, a file the Go proxy migrated gains it on our next
@@ -175,7 +197,7 @@ CREATE INDEX IF NOT EXISTS proxy_calls_unresolved
     ON proxy_calls(session, tool, id) WHERE outcome IN (0, 3);
 """
 
-PROXY_VERSION = 2
+PROXY_VERSION = 3
 
 
 def _backfill_chain(conn: sqlite3.Connection) -> None:
@@ -278,7 +300,7 @@ def migrate(conn: sqlite3.Connection, now_text: str, now_unix_ns: int, lease_exp
             "(version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)"
         )
         phave = proxy_version(conn)
-        for version, script in ((1, _PROXY_MIGRATION_1), (2, _PROXY_MIGRATION_2))[phave:]:
+        for version, script in ((1, _PROXY_MIGRATION_1), (2, _PROXY_MIGRATION_2), (3, _PROXY_MIGRATION_3))[phave:]:
             _exec_script(conn, script)
             conn.execute(
                 "INSERT INTO proxy_schema_migrations(version, applied_at) VALUES (?, ?)", (version, now_unix_ns)

@@ -23,6 +23,7 @@ from agentrt_proxy.text.operator_text import ERR_ILLEGAL_MOVE
 
 # what holds a state
 RUN, STEP, APPROVAL, CALL = "run", "step", "approval", "call"
+HOLD = "hold"  # a budget reservation (budget_holds.state)
 
 NEW = "(new)"  # no row yet: the move is the row's insertion
 
@@ -56,6 +57,11 @@ OUTCOME_UNSEEN = 0
 OUTCOME_NONE = 1  # nothing ran
 OUTCOME_KNOWN = 2  # the tool ran and its outcome is recorded
 OUTCOME_UNKNOWN = 3  # the tool may have taken effect: cut off, timed out, no answer
+
+# budget_holds.state
+HOLD_RESERVED = "reserved"
+HOLD_SPENT = "spent"
+HOLD_RELEASED = "released"
 
 # ----------------------------------------------------------------------------- the moves
 
@@ -98,6 +104,9 @@ MOVES: tuple[tuple[str, str | int, str | int, str], ...] = (
     (CALL, OUTCOME_NONE, OUTCOME_UNSEEN, "unsettled: its run moved again"),
     (CALL, OUTCOME_KNOWN, OUTCOME_UNSEEN, "unsettled: its run moved again"),
     (CALL, OUTCOME_UNKNOWN, OUTCOME_UNSEEN, "unsettled: its run moved again"),
+    (HOLD, NEW, HOLD_RESERVED, "a call allowed under a budget, in the transaction that claims it"),
+    (HOLD, HOLD_RESERVED, HOLD_SPENT, "the call's result is recorded"),
+    (HOLD, HOLD_RESERVED, HOLD_RELEASED, "a known failure (the server's error, not sent); a rejection"),
 )
 
 # A state with nowhere to go is still a state (a write may keep it).
@@ -105,6 +114,7 @@ _ENDS: tuple[tuple[str, str | int], ...] = (
     (RUN, COMPLETED), (RUN, FAILED), (RUN, CANCELLED),
     (STEP, DONE), (STEP, STEP_FAILED),
     (APPROVAL, REJECTED), (APPROVAL, EXPIRED),
+    (HOLD, HOLD_SPENT), (HOLD, HOLD_RELEASED),
 )
 
 

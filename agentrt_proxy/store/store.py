@@ -21,6 +21,7 @@ from agentrt_proxy.canonical.clock import WALL
 from agentrt_proxy.store.chain import VerifyReport, read_event_hash, read_head, verify_chain
 from agentrt_proxy.store.connection import BUSY_TIMEOUT_MS, connect, switch_to_wal
 from agentrt_proxy.store.errors import NotFound, WouldBlock
+from agentrt_proxy.store.holds import Holds
 from agentrt_proxy.store.index import CallIndex
 from agentrt_proxy.store.leases import LeaseConnection
 from agentrt_proxy.store.replay import Replay
@@ -87,6 +88,7 @@ class Store:
         self._db = Database(path, conn, readonly)
         self._leases = LeaseConnection(lambda: _connect(self.path, readonly=False))
         self.index = CallIndex(self._db)
+        self.holds = Holds(self._db)
 
     # opening ------------------------------------------------------------------------
     @classmethod

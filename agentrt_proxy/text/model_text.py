@@ -30,6 +30,7 @@ DUPLICATE = "DUPLICATE"
 BLOCKED = "BLOCKED"
 UNAVAILABLE = "UNAVAILABLE"
 GATE_STATUS = "GATE_STATUS"
+OVER_BUDGET = "OVER_BUDGET"  # out of allowance, not "not permitted": docs/decisions/0017
 
 # Whether each prefix is an error result (isError) for the host.
 IS_ERROR: dict[str, bool] = {
@@ -46,6 +47,7 @@ IS_ERROR: dict[str, bool] = {
     BLOCKED: True,
     UNAVAILABLE: True,
     GATE_STATUS: False,
+    OVER_BUDGET: True,
 }
 
 REASON_BOUND = 500
@@ -119,6 +121,13 @@ def in_progress() -> str:
 
 def denied(reason: str) -> str:
     return f"{DENIED}: the policy does not allow this request: {clean(reason, REASON_BOUND)}. Nothing was executed."
+
+
+def over_budget(reason: str) -> str:
+    return (
+        f"{OVER_BUDGET}: {clean(reason, REASON_BOUND)}. Nothing was executed. The request is permitted but "
+        "out of allowance: calling again before the budget has room is refused the same way."
+    )
 
 
 def invalid(reason: str) -> str:
@@ -234,9 +243,21 @@ STATUS_DESCRIPTION = (
 )
 STATUS_SCHEMA_TEXT = (
     '{"type":"object","properties":{"approval_id":{"type":"string","description":"The approval id a pending '
-    'result named."}},"additionalProperties":false}'
+    'result named."},"tool":{"type":"string","description":"A tool whose spending budgets to report: what '
+    'remains of each."}},"additionalProperties":false}'
 )
-STATUS_BAD_ARGUMENTS = "the only argument is approval_id, a string"
+STATUS_BAD_ARGUMENTS = "the only arguments are approval_id or tool, one of them, a string"
+
+
+def status_budgets(tool: str, lines: list[str]) -> str:
+    """What remains of the budgets covering ``tool`` (the status tool given ``tool``)."""
+    if not lines:
+        return f"{GATE_STATUS}: no spending budget covers tool {clean(tool, 100)}."
+    return f"{GATE_STATUS}: tool {clean(tool, 100)}: " + "; ".join(lines) + "."
+
+
+def status_budget_line(budget: str, remaining: str, limit: str, per: str) -> str:
+    return f"budget {go_quote(budget)} has {remaining} of {limit} left{per}"
 
 
 def status_unknown_id(approval_id: str) -> str:

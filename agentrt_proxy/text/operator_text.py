@@ -45,6 +45,15 @@ def outcome_not_recorded(run_id: str, tool: str, detail: str) -> str:
     )
 
 
+def unpriced_budget(budget: str, tool: str, server: str, remote: str) -> str:
+    """The loud line at every start (serve, check, each process) for a budget over an unpriced tool."""
+    return operator_line(
+        f"WARNING: budget {budget!r} covers tool {tool}, whose rule declares no amount field, so EVERY call to "
+        f'it is refused; add "amount_field": "<argument name or /json/pointer>" to the rule of tool {remote!r} '
+        f"on server {server!r}"
+    )
+
+
 def operator_error(text: str) -> str:
     return operator_line(f"error: {text}")
 
@@ -208,6 +217,11 @@ def op_more_payload(count: int) -> str:
 
 # runs and show
 OP_NO_RUNS = "no runs"
+
+
+def op_budget(budget: str, spent: str, reserved: str) -> str:
+    """One budget's line in ``runs`` (every row) and ``show`` (the run's)."""
+    return f"budget {budget}: {spent} spent, {reserved} reserved (an unknown outcome stays reserved until decided)"
 
 
 def op_more_runs(count: int, next_offset: int) -> str:

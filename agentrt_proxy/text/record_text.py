@@ -27,6 +27,33 @@ NOTICE_INTERRUPTED = (
 HOW_ENDED = ENDED_HOW  # one wording of how an attempt ended, for the model and the operator alike
 DETAIL_TOOL_GONE = "the tool is no longer offered"
 
+# Budgets and untrusted output (gate/guards.py, docs/decisions/0017). The over-budget reason is
+# what OVER_BUDGET says after its prefix: the budget, what remains, and when the window frees enough.
+REASON_UNPRICED_BUDGET = (
+    'budget "{budget}" covers tool {name}, whose rule declares no amount field, so every call to it is refused'
+)
+REASON_UNRESOLVED = 'the amount could not be resolved: the field "{field}" is {why}'
+REASON_NO_SPENDING = 'the spending of budget "{budget}" could not be read'
+REASON_OVER_BUDGET = (
+    'budget "{budget}" has {remaining} left of {limit}{per}; this call spends {amount}{frees}'
+)
+PER_WINDOW = " per {window}"
+FREES_AT = "; enough frees up at {at}"
+FREES_NEVER = "; it never frees enough for this call"
+FREES_LIFETIME = "; it is a lifetime allowance and does not free up"
+QUESTION_OVER_BUDGET = (
+    "May {remote} on server {server} run with these arguments although it exceeds budget {budget} by {excess}?"
+)
+REASON_OVER_BUDGET_ASK = 'exceeds budget "{budget}" by {excess}'
+REASON_CLEAN_CONTEXT = (
+    "tool {name} requires a clean context, and this session already returned a result from untrusted "
+    "server {server} (tool {tool})"
+)
+QUESTION_CLEAN_CONTEXT = (
+    "May {remote} on server {server} run with these arguments after the model read untrusted content from "
+    "server {source_server} (tool {source_tool})?"
+)
+
 
 # =============================================================================================
 # The operator's decisions refused (gate/approvals.py)

@@ -21,6 +21,7 @@ MARKERS = [
     "model sees: INTERRUPTED",
     "model sees (isError): REJECTED",
     "model sees (isError): DUPLICATE",
+    'model sees (isError): OVER_BUDGET: budget "monthly" has 128 left of 1200 per 720h0m0s',
     "through the proxy the server made 1 payment",
     "without the proxy the server made 2 payments",
     "model sees (isError): bank_pay: nothing was sent to the server",
@@ -38,7 +39,7 @@ def test_demo_runs_every_step() -> None:
         for marker in MARKERS:
             assert marker in done.stdout, f"missing {marker!r} in:\n{done.stdout}"
         for header in ("1. A read", "2. A payment waits", "3. The proxy is killed", "4. A host lost a response",
-                       "5. The payment server dies"):
+                       "5. The payment server dies", "6. A payment past the month's budget"):
             assert f"\n{header}" in done.stdout
         assert "the proxy is killed with SIGKILL" in done.stdout
         assert "intact:" in done.stdout  # verify's report of the audit chain

@@ -260,3 +260,19 @@ def test_resources_example_opts_in_to_resources_and_prompts(tmp_path: Path) -> N
     (docs,) = loaded.servers
     assert docs.resources and docs.prompts
     assert docs.prompt_names == {"simple-prompt": "hello"}
+
+
+def test_budgets_example_caps_payments_and_keeps_them_from_following_a_web_page(tmp_path: Path) -> None:
+    from decimal import Decimal
+
+    loaded = config.load_config(install_example(EXAMPLES / "budgets" / "proxy.json", tmp_path))
+    daily, monthly = loaded.budgets
+    assert (daily.name, daily.tools, daily.limit) == ("daily", ("bank_pay",), Decimal("100.00"))
+    assert daily.window == 24 * 3600 * 10**9
+    assert daily.currency is None and daily.over_budget == "deny"
+    assert (monthly.currency, monthly.over_budget) == ("EUR", "require_approval")
+    bank, web = loaded.servers
+    assert (bank.trust, web.trust) == ("trusted", "untrusted")
+    pay = bank.rules["pay"]
+    assert (pay.amount_field, pay.currency_field, pay.requires_clean_context) == ("amount", "/currency", True)
+    assert "budgets" in loaded.policy_identity()

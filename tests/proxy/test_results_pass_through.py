@@ -40,8 +40,9 @@ async def test_a_payment_answered_with_every_kind_of_block_reaches_the_host_and_
         assert answer["content"] == BLOCKS  # every block, in order, with its annotations and _meta
         assert answer["structuredContent"] == {"paid": 2, "to": "jo"}  # beside the blocks, not instead
         assert answer["isError"] is False
-        # The server's own _meta passes, except a claim to be the proxy's answer.
-        assert answer["_meta"] == {"bank/receipt": "r-1"}
+        # The server's own _meta passes, except a claim to be the proxy's answer; the server is
+        # untrusted (the default), and the proxy says so in its own key (docs/decisions/0017).
+        assert answer["_meta"] == {"bank/receipt": "r-1", "gate/untrusted": True}
         assert h.payments() == 1
         (run,) = h.runs()
         store = h.store()

@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 
 from agentrt_proxy.errors import AgentrtError, IllegalTransition
-from agentrt_proxy.store import Approval, Store, Tx, states
-from agentrt_proxy.store.states import APPROVAL, CALL, MOVES, NEW, RUN, STEP
+from agentrt_proxy.store import Approval, Store, Tx, holds, states
+from agentrt_proxy.store.states import APPROVAL, CALL, HOLD, MOVES, NEW, RUN, STEP
 
 RUN_ID, STEP_ID, APPROVAL_ID = "s.run", "step-1", "approval-1"
 
@@ -60,8 +60,9 @@ def put_call(store: Store, outcome: int) -> int:
 def status_of(store: Store, what: str) -> Any:
     table, column, key = {RUN: ("runs", "status", RUN_ID), STEP: ("steps", "status", STEP_ID),
                           APPROVAL: ("approvals", "status", APPROVAL_ID),
-                          CALL: ("proxy_calls", "outcome", RUN_ID)}[what]
-    where = "run_id" if what == CALL else "id"
+                          CALL: ("proxy_calls", "outcome", RUN_ID),
+                          HOLD: ("budget_holds", "state", RUN_ID)}[what]
+    where = "run_id" if what in (CALL, HOLD) else "id"
     row = store._conn.execute(f"SELECT {column} FROM {table} WHERE {where} = ?", (key,)).fetchone()
     return None if row is None else row[0]
 
@@ -91,6 +92,11 @@ def move(store: Store, what: str, before: Any, after: Any) -> None:
         put_approval(store, before)
         with store.write() as tx:
             assert tx.update_approval(APPROVAL_ID, expect=before, status=after)
+    elif what == HOLD:
+        with store.write() as tx:
+            holds.reserve(tx, "test", RUN_ID, [("daily", "", "10.00")], 1)
+            if before != NEW:
+                assert holds.settle(tx, RUN_ID, after, 2) == 1
     else:
         put_run(store)
         if before == NEW:

@@ -110,6 +110,18 @@ ECHOED = {
     "known": "a schema version",
     "shown": "an approval's hash, as shown to the operator",
     "stored": "an approval's hash, as stored",
+    "budget": "a budget's name in the configuration",
+    "field": "the amount or currency field a tool's rule declares (a name or a JSON Pointer)",
+    "remaining": "an amount (an exact decimal)",
+    "limit": "a budget's limit (an exact decimal)",
+    "amount": "the amount a call spends (an exact decimal)",
+    "excess": "by how much a call exceeds a budget (an exact decimal)",
+    "per": "a budget's window, as PER_WINDOW words it",
+    "frees": "when a budget frees up, as FREES_* word it",
+    "at": "a time",
+    "source_server": "the untrusted server's name in the configuration",
+    "source_tool": "the registered name of the tool whose result was untrusted",
+    "lines": "the status tool's budget lines, built from status_budget_line",
 }
 
 # Templates only the operator reads: (the rules they may break, where they go).

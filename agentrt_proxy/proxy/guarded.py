@@ -1,0 +1,83 @@
+"""The proxy's side of budgets and untrusted output (docs/decisions/0017): what this process
+has returned from untrusted servers, the context the gate reads as it decides (each covering
+budget's spending, that untrusted result), and the reservations made and settled in the
+transactions that decide and record a call.
+
+With no budget and no ``requires_clean_context`` rule, the gate reads no context and nothing
+here runs on the call path but the untrusted mark on a result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentrt_proxy.canonical.clock import Clock
+from agentrt_proxy.config import TRUSTED, Config
+from agentrt_proxy.gate import ToolRequest
+from agentrt_proxy.gate.guards import Guards
+from agentrt_proxy.store import HOLD_RELEASED, HOLD_SPENT, Store, holds
+
+
+@dataclass
+class UntrustedSource:
+    """The untrusted result this process returned first: its server, tool and run."""
+
+    untrusted_servers: frozenset[str] = frozenset()
+    source: dict[str, str] | None = None
+
+    @classmethod
+    def from_config(cls, config: Config) -> UntrustedSource:
+        return cls(frozenset(s.name for s in config.servers if s.trust != TRUSTED))
+
+    def is_untrusted(self, server: str) -> bool:
+        return server in self.untrusted_servers
+
+    def returned(self, server: str, tool: str, run_id: str) -> None:
+        """A result of ``server``'s was just returned to the host."""
+        if self.source is None and self.is_untrusted(server):
+            self.source = {"server": server, "tool": tool, "run_id": run_id}
+
+
+@dataclass
+class Guarded:
+    guards: Guards
+    store: Store
+    clock: Clock
+    untrusted: UntrustedSource = field(default_factory=UntrustedSource)
+
+    def context(self, request: ToolRequest) -> Mapping[str, Any] | None:
+        """The gate's ``context``: read inside the transaction that acts on the decision."""
+        name = request.spec.name
+        out: dict[str, Any] = {}
+        budgets = self.guards.budgets
+        if budgets.covers(name):
+            spending = budgets.context(self.store, name, request.args, self.clock.now_ns())
+            if spending is not None:
+                out["budgets"] = spending
+        if name in self.guards.clean and self.untrusted.source is not None:
+            out["untrusted"] = dict(self.untrusted.source)
+        return out or None
+
+    def covers(self, tool: str) -> bool:
+        return self.guards.budgets.covers(tool)
+
+    def reserve(self, run_id: str, tool: str, args: Any, carry_from: str = "") -> None:
+        """Inside the caller's open transaction (it joins it): the allowed call's reservation."""
+        if not self.covers(tool):
+            return
+        with self.store.write() as tx:
+            self.guards.budgets.reserve(tx, run_id, tool, args, self.clock.now_ns(), carry_from)
+
+    def spent(self, run_id: str, tool: str) -> None:
+        self._settle(run_id, tool, HOLD_SPENT)
+
+    def released(self, run_id: str, tool: str) -> None:
+        self._settle(run_id, tool, HOLD_RELEASED)
+
+    def _settle(self, run_id: str, tool: str, state: str) -> None:
+        if not self.covers(tool):
+            return
+        with self.store.write() as tx:
+            holds.settle(tx, run_id, state, self.clock.now_ns())

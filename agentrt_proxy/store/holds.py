@@ -1,0 +1,128 @@
+"""Budget reservations (``budget_holds``, docs/decisions/0017): the operations only.
+
+Every write takes the caller's open transaction (``Tx``): a reservation is made in the one
+that claims the call, and settled in the one that records its outcome or its rejection, so
+two proxies on one database never count the same room twice. Each state change looks its
+move up in the state table (``states.HOLD``) before its SQL runs. Reads answer rows; the
+sums are the gate's (exact decimals, never SQL's floats).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from agentrt_proxy.store.sqlite_errors import mapped
+from agentrt_proxy.store.states import (
+    HOLD,
+    HOLD_RELEASED,
+    HOLD_RESERVED,
+    NEW,
+    born_illegal,
+    illegal_move,
+    transition_error,
+)
+from agentrt_proxy.store.transactions import Database
+from agentrt_proxy.store.tx import Tx
+
+LIVE = (HOLD_RESERVED, "spent")  # what a budget counts: reserved or spent, never released
+
+
+@dataclass(frozen=True)
+class Hold:
+    budget: str
+    currency: str
+    run_id: str
+    amount: str  # the exact decimal's text
+    at: int  # Unix ns
+    state: str
+
+
+_COLS = "budget, currency, run_id, amount, at, state"
+
+
+def _check(run_id: str, expect: str, new: str) -> None:
+    move: tuple[str | int, str | int] | None = (NEW, new) if expect == NEW and born_illegal(HOLD, new) else None
+    if expect != NEW:
+        move = illegal_move(HOLD, (expect,), new)
+    if move is not None:
+        raise transition_error(run_id, "budget hold", move)
+
+
+def reserve(tx: Tx, session: str, run_id: str, entries: Iterable[tuple[str, str, str]], at: int) -> None:
+    """Reserve (budget, currency, amount) for ``run_id``; a budget the run holds already is kept."""
+    _check(run_id, NEW, HOLD_RESERVED)
+    for budget, currency, amount in entries:
+        tx.conn.execute(
+            "INSERT OR IGNORE INTO budget_holds (session, budget, currency, run_id, amount, at) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            (session, budget, currency, run_id, amount, at),
+        )
+
+
+def has_holds(tx: Tx, run_id: str) -> bool:
+    return tx.conn.execute("SELECT 1 FROM budget_holds WHERE run_id = ? LIMIT 1", (run_id,)).fetchone() is not None
+
+
+def carry(tx: Tx, from_run: str, to_run: str) -> int:
+    """A fresh run asks again about ``from_run``'s unknown outcome: its reservations go with it."""
+    cur = tx.conn.execute(
+        "UPDATE budget_holds SET run_id = ? WHERE run_id = ? AND state = ?", (to_run, from_run, HOLD_RESERVED)
+    )
+    return cur.rowcount
+
+
+def settle(tx: Tx, run_id: str, state: str, at: int) -> int:
+    """Move ``run_id``'s reserved rows to ``state`` (spent or released); the rows moved."""
+    _check(run_id, HOLD_RESERVED, state)
+    cur = tx.conn.execute(
+        "UPDATE budget_holds SET state = ?, settled_at = ? WHERE run_id = ? AND state = ?",
+        (state, at, run_id, HOLD_RESERVED),
+    )
+    return cur.rowcount
+
+
+def release(tx: Tx, run_id: str, at: int) -> int:
+    """A rejection's release; on a file older than budgets (an operator's writer does not
+    migrate) there is nothing to release."""
+    if not _has_table(tx.conn):
+        return 0
+    return settle(tx, run_id, HOLD_RELEASED, at)
+
+
+class Holds:
+    """The reads, over the store's connection (a writer's reads inside its open transaction
+    see that transaction's rows)."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def _rows(self, sql: str, args: tuple[object, ...]) -> list[Hold]:
+        with self._db.lock:
+            if not _has_table(self._db.conn):
+                return []  # a file older than budgets, opened read-only
+            return [Hold(*row) for row in self._db.conn.execute(sql, args).fetchall()]
+
+    @mapped
+    def live(self, session: str, budget: str, since: int) -> list[Hold]:
+        """The budget's reserved and spent rows at or after ``since``, oldest first."""
+        return self._rows(
+            f"SELECT {_COLS} FROM budget_holds WHERE session = ? AND budget = ? AND at >= ? "
+            "AND state IN (?, ?) ORDER BY at, id",
+            (session, budget, since, *LIVE),
+        )
+
+    @mapped
+    def every(self) -> list[Hold]:
+        """Every row, oldest first (the operator's ``runs``: what each budget spent and holds)."""
+        return self._rows(f"SELECT {_COLS} FROM budget_holds ORDER BY at, id", ())
+
+    @mapped
+    def of_run(self, run_id: str) -> list[Hold]:
+        return self._rows(f"SELECT {_COLS} FROM budget_holds WHERE run_id = ? ORDER BY budget", (run_id,))
+
+
+def _has_table(conn: sqlite3.Connection) -> bool:
+    row = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'budget_holds'").fetchone()
+    return row is not None
