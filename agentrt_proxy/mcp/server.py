@@ -349,7 +349,7 @@ class ServerSession:
     async def _initialize(self, req: Request) -> dict[str, Any]:
         params = req.params or {}
         version = negotiate_version(params.get("protocolVersion"))
-        capabilities: dict[str, Any] = {"tools": {"listChanged": False}, "logging": {}}
+        capabilities: dict[str, Any] = {"tools": {"listChanged": True}, "logging": {}}
         offered = getattr(self._handler, "capabilities", None)  # what the application adds (resources…)
         if offered is not None:
             more = offered()
