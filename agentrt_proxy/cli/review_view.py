@@ -43,7 +43,12 @@ def _item_lines(item: ItemReview) -> list[str]:
     s = escaping.sanitize
     status = _STATUS[item.status]
     if item.status == "changed":
-        status += " (widening: held)" if item.widening else " (narrowing or text only)"
+        if item.widening:
+            status += " (widening)"
+        elif all(change.direction == "text" for change in item.changes):
+            status += " (text only: read it, the structure is unchanged)"
+        else:
+            status += " (narrowing)"
     lines = [f"  {item.kind} {s(item.name)}: {status}"]
     lines.extend(f"    {s(line)}" for line in item.description_diff)
     for change in item.changes:

@@ -289,7 +289,9 @@ def review_prompts(pinned: Mapping[str, PinnedPrompt], live: Mapping[str, Pinned
         elif pin != now:
             before, after = prompt_definition(pin), prompt_definition(now)
             diff = _text_diff(pin.description, now.description, name)
-            items.append(ItemReview("prompt", name, CHANGED, tuple(_prompt_changes(before, after)), diff, before, after))
+            items.append(
+                ItemReview("prompt", name, CHANGED, tuple(_prompt_changes(before, after)), diff, before, after)
+            )
     return items
 
 

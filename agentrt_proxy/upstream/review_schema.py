@@ -219,7 +219,9 @@ class _Walk:
         parent = pointer.rsplit("/", 1)[0]
         for name in after:
             if name not in before:
-                self.add(_pointer(_pointer(parent, "properties"), name), "newly required", None, name, WIDENING, negated)
+                self.add(
+                    _pointer(_pointer(parent, "properties"), name), "newly required", None, name, WIDENING, negated
+                )
         for name in before:
             if name not in after:
                 self.add(_pointer(_pointer(parent, "properties"), name), "no longer required", name, None, NARROWING,
