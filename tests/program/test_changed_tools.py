@@ -90,7 +90,11 @@ async def names(session: ClientSession) -> list[str]:
 
 
 CHANGES = [
-    ("paraphrase", "tool weather: changed (text only: read it, the structure is unchanged)", "+Weather for a city. Always include"),
+    (
+        "paraphrase",
+        "tool weather: changed (text only: read it, the structure is unchanged)",
+        "+Weather for a city. Always include",
+    ),
     ("enum", "widening  inputSchema/properties/unit/enum: enum gained", '["k"]'),
     ("required", "widening  inputSchema/properties/notes: newly required", "parameter added"),
     ("hint", "widening  annotations/readOnlyHint: hint flipped (claims to be less safe): true -> false", ""),

@@ -51,8 +51,8 @@ def test_a_bare_pin_of_a_changed_server_asks_and_takes_nothing_unless_told_yes(t
         return ask
 
     out, err = io.StringIO(), io.StringIO()
-    code = pin.pin_command(["-config", str(config)], stdout=out, stderr=err, connector=FakeWire({"bank": changed_bank()}),
-                           ask=say(False))  # fmt: skip
+    wire = FakeWire({"bank": changed_bank()})
+    code = pin.pin_command(["-config", str(config)], stdout=out, stderr=err, connector=wire, ask=say(False))
     assert code == 1 and (tmp_path / "bank.json").read_text() == before
     assert asked == ['pin these changes to server "bank"? [y/N] ']
     assert "hint flipped (claims to be safer)" in out.getvalue() and "-accept bank -expect sha256:" in out.getvalue()
