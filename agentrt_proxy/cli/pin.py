@@ -3,19 +3,23 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import sys
 from collections.abc import Sequence
 from typing import TextIO
 
 import anyio
 
-from agentrt_proxy.cli.flags import UsageError, parse
+from agentrt_proxy.cli import pin_review, review_view
+from agentrt_proxy.cli.flags import Flags, UsageError, parse
 from agentrt_proxy.config import Config, ConfigError, check_database_file, load_config
-from agentrt_proxy.text import escaping, operator_text
+from agentrt_proxy.text import cli_text, escaping, operator_text
 from agentrt_proxy.upstream import (
     Connector,
     DownServer,
     LoadError,
+    Manifest,
     ManifestError,
     OpenError,
     OpenServers,
@@ -36,11 +40,23 @@ DESCRIPTION_BYTES = 72
 
 
 def _config_path(argv: list[str]) -> str:
-    flags = parse(argv, options=("config",))
+    flags = parse(argv, options=("config",), switches=("json",))
     path = flags.get("config")
     if not path or flags.positionals:
         raise UsageError("-config <file> is required and nothing follows it")
     return path
+
+
+def _review_flags(argv: list[str]) -> Flags:
+    """``pin``'s review flags (issue 15): -review [-json], or -accept SERVER [-tools a,b] -expect FP."""
+    flags = parse(argv, options=("config", "accept", "tools", "expect"), switches=("review", "json"))
+    if flags.get("accept") is not None and not flags.get("expect"):
+        raise UsageError("-accept SERVER needs -expect FINGERPRINT, the fingerprint its review printed")
+    if flags.get("accept") is None and (flags.get("expect") is not None or flags.get("tools") is not None):
+        raise UsageError("-expect and -tools go with -accept SERVER")
+    if flags.on("review") and flags.get("accept") is not None:
+        raise UsageError("-review shows the changes and -accept pins them: one at a time")
+    return flags
 
 
 def _fail(err: BaseException | str, stderr: TextIO) -> int:
@@ -56,24 +72,41 @@ def pin_line(tool: PinnedTool) -> str:
     return f"  {name:<{NAME_COLUMNS}} {hints_text(tool.annotations):<{HINT_COLUMNS}} {description}"
 
 
-async def _pin_all(config: Config, config_path: str, stdout: TextIO, connector: Connector) -> None:
+async def _pin_all(
+    config: Config, config_path: str, stdout: TextIO, connector: Connector, ask: pin_review.Ask
+) -> list[str]:
+    """Pin every server; the servers whose changes were not taken (never silently: issue 15)."""
+    refused: list[str] = []
     for server in config.servers:
         manifest = await pin_server(server, connector=connector)
+        allowed, review = pin_review.repin_allowed(server, manifest, config_path, stdout, ask)
+        if not allowed:
+            assert review is not None
+            refused.append(cli_text.repin_refused(server.name))
+            continue
         await anyio.to_thread.run_sync(write_manifest, server.manifest, manifest)
-        stdout.write(
-            f"server {escaping.sanitize(server.name)}: {len(manifest.tools)} tools pinned in {server.manifest}, "
-            "with the server's own hints, which classify nothing:\n"
-        )
-        for name in sorted(manifest.tools):
-            stdout.write(pin_line(manifest.tools[name]) + "\n")
-        if manifest.prompts is not None:
-            stdout.write(f"server {escaping.sanitize(server.name)}: {len(manifest.prompts)} prompts pinned:\n")
-            for name in sorted(manifest.prompts):
-                prompt = manifest.prompts[name]
-                description = escaping.clean(" ".join(prompt.description.split()), DESCRIPTION_BYTES)
-                stdout.write(f"  {escaping.sanitize(name):<{NAME_COLUMNS}} {description}\n")
-        stdout.flush()
-    stdout.write(f"classify the tools in the configuration's rules, then: {PROGRAM} check -config {config_path}\n")
+        _write_pinned(server.name, str(server.manifest), manifest, stdout)
+    if not refused:
+        stdout.write(f"classify the tools in the configuration's rules, then: {PROGRAM} check -config {config_path}\n")
+    return refused
+
+
+def _write_pinned(name: str, path: str, manifest: Manifest, stdout: TextIO) -> None:
+    """What ``pin`` says of one server it pinned."""
+    server_name = escaping.sanitize(name)
+    stdout.write(
+        f"server {server_name}: {len(manifest.tools)} tools pinned in {path}, "
+        "with the server's own hints, which classify nothing:\n"
+    )
+    for tool in sorted(manifest.tools):
+        stdout.write(pin_line(manifest.tools[tool]) + "\n")
+    if manifest.prompts is not None:
+        stdout.write(f"server {server_name}: {len(manifest.prompts)} prompts pinned:\n")
+        for prompt_name in sorted(manifest.prompts):
+            prompt = manifest.prompts[prompt_name]
+            description = escaping.clean(" ".join(prompt.description.split()), DESCRIPTION_BYTES)
+            stdout.write(f"  {escaping.sanitize(prompt_name):<{NAME_COLUMNS}} {description}\n")
+    stdout.flush()
 
 
 def pin_command(
@@ -82,33 +115,98 @@ def pin_command(
     stdout: TextIO | None = None,
     stderr: TextIO | None = None,
     connector: Connector = default_connector,
+    ask: pin_review.Ask | None = None,
 ) -> int:
-    """``pin -config FILE``: record every server's tools into its manifest (no reach check)."""
+    """``pin -config FILE``: record every server's tools into its manifest (no reach check).
+
+    A server already pinned whose listing changed is pinned only once its review is accepted
+    (on the terminal, or ``-accept``): ``pin_review``."""
     out, err_out = stdout or sys.stdout, stderr or sys.stderr
-    config_path = _config_path(argv)
+    flags = _review_flags(argv)
+    config_path = flags.get("config")
+    if not config_path or flags.positionals:
+        raise UsageError("-config <file> is required and nothing follows it")
     try:
         config = load_config(config_path)
-        anyio.run(_pin_all, config, config_path, out, connector)
+        if flags.on("review"):
+            anyio.run(pin_review.review_all, config, config_path, out, connector, flags.on("json"))
+            return 0
+        if flags.get("accept") is not None:
+            return _accept(config, config_path, flags, out, err_out, connector)
+        refused = anyio.run(_pin_all, config, config_path, out, connector, ask or pin_review.ask_on_terminal)
     except (ConfigError, LoadError, ManifestError, OSError) as err:
         return _fail(err, err_out)
+    except UsageError:
+        raise
     except Exception as err:  # a connect or listing failure from the wire layer
         return _fail(err, err_out)
+    for line in refused:
+        err_out.write(line + "\n")
+    return 1 if refused else 0
+
+
+def _accept(
+    config: Config, config_path: str, flags: Flags, out: TextIO, err_out: TextIO, connector: Connector
+) -> int:
+    """``pin -accept SERVER [-tools a,b] -expect FP``: pin what the review showed, or nothing."""
+    name = flags.get("accept") or ""
+    try:
+        manifest = anyio.run(
+            pin_review.accept_server,
+            config,
+            config_path,
+            name,
+            pin_review.tools_flag(flags.get("tools")),
+            flags.get("expect") or "",
+            out,
+            connector,
+        )
+    except pin_review.AcceptRefused as refused:
+        out.flush()
+        return _fail(str(refused), err_out)
+    server = next(s for s in config.servers if s.name == name)
+    write_manifest(server.manifest, manifest)
+    _write_pinned(server.name, str(server.manifest), manifest, out)
     return 0
 
 
-async def _check(config: Config, stdout: TextIO, connector: Connector) -> list[DownServer]:
+async def _check(
+    config: Config, stdout: TextIO, connector: Connector, config_path: str = "", as_json: bool = False
+) -> list[DownServer]:
     """Open as serving would; the servers that did not answer (serving would retry them)."""
+    text = io.StringIO() if as_json else stdout  # -json: the review alone, as data
     try:
         opened = await open_servers(config, connector=connector, keep_down=True)
     except OpenError as err:
-        _write_reports(err.reports, stdout)
+        _write_reports(err.reports, text)
+        await _review_when_nothing_opened(config, config_path, stdout, connector, as_json)
         raise
     try:
-        _write_reports(opened.reports, stdout)
-        await _write_passthrough(config, opened, stdout)
+        _write_reports(opened.reports, text)
+        await _write_passthrough(config, opened, text)
+        await _write_reviews(config, config_path, opened, stdout, as_json)
     finally:
         await opened.aclose()
     return opened.down
+
+
+async def _write_reviews(config: Config, config_path: str, opened: OpenServers, stdout: TextIO, as_json: bool) -> None:
+    """What changed since each server's pin (issue 15): every refused or new tool, reviewed."""
+    reviews = await pin_review.review_of_opened(config, opened)
+    if as_json:
+        pin_review.write_json(reviews, stdout)
+        return
+    for review in reviews:
+        for line in review_view.review_lines(review, config_path):
+            stdout.write(line + "\n")
+
+
+async def _review_when_nothing_opened(
+    config: Config, config_path: str, stdout: TextIO, connector: Connector, as_json: bool
+) -> None:
+    """A load that registered nothing still shows why: each server listed afresh and reviewed."""
+    with contextlib.suppress(Exception):  # the open's own error is what the command reports
+        await pin_review.review_all(config, config_path, stdout, connector, as_json)
 
 
 async def _write_passthrough(config: Config, opened: OpenServers, stdout: TextIO) -> None:
@@ -143,10 +241,11 @@ def check_command(
     """
     out, err_out = stdout or sys.stdout, stderr or sys.stderr
     config_path = _config_path(argv)
+    as_json = parse(argv, options=("config",), switches=("json",)).on("json")
     try:
         config = load_config(config_path)
         check_database_file(config.database)
-        down = anyio.run(_check, config, out, connector)
+        down = anyio.run(_check, config, out, connector, config_path, as_json)
     except (ConfigError, OpenError) as err:
         out.flush()
         return _fail(err, err_out)
@@ -162,6 +261,8 @@ def check_command(
 
     for entry in unpriced(config.servers, config.budgets):
         err_out.write(operator_text.unpriced_budget(*entry))
+    if as_json:
+        return 0
     out.write(f"status tool: {config.status_tool}\n")
     out.write(f"session: {config.session}\n")
     out.write(f"database: {config.database}\n")

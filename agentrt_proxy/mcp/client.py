@@ -360,6 +360,16 @@ class Connection:
         if callable(listen):
             listen()  # the standalone GET stream: what the server says unasked reaches _deliver
 
+    async def list_tools(self, timeout_ns: int) -> list[ListedTool]:
+        """List the tools again (the server sent ``notifications/tools/list_changed``); ``tools``
+        holds the new listing. ``TransportError`` when it fails or takes over ``timeout_ns``."""
+        with anyio.move_on_after(timeout_ns / 1e9) as scope:
+            tools = await self._list_tools()
+        if scope.cancelled_caught:
+            raise TransportError(f"tools/list: timed out after {format_go(timeout_ns)}")
+        self.tools = tools
+        return tools
+
     async def _list_tools(self) -> list[ListedTool]:
         tools: list[ListedTool] = []
         names: set[str] = set()

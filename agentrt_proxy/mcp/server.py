@@ -375,7 +375,8 @@ class ServerSession:
         result: Any  # a dict, or a server's own text (RawJSON) from the passthrough
         extra = getattr(self._handler, "handle", None)
         if req.method == "server/discover":
-            result = modern.discover_result(await self._capabilities(), self._server_info, self._instructions)
+            capabilities = await self._capabilities(modern_era=True)
+            result = modern.discover_result(capabilities, self._server_info, self._instructions)
         elif req.method == "tools/list":
             tools = self._handler.list_tools()
             result = {"tools": await tools if inspect.isawaitable(tools) else tools}
@@ -393,8 +394,11 @@ class ServerSession:
             raise JsonRpcError(METHOD_NOT_FOUND, jsonrpc.error_message(METHOD_NOT_FOUND), req.method)
         return jsonrpc.result(req.id, modern.shape_result(req.method, result or {}, self._server_info))
 
-    async def _capabilities(self) -> dict[str, Any]:
-        capabilities: dict[str, Any] = {"tools": {"listChanged": False}, "logging": {}}
+    async def _capabilities(self, *, modern_era: bool = False) -> dict[str, Any]:
+        # The handshake era is told when the offered tools change (a server's tool no longer
+        # matching its pin); a session of the modern revision gets no unsolicited notifications,
+        # its lists carry ttlMs instead.
+        capabilities: dict[str, Any] = {"tools": {"listChanged": not modern_era}, "logging": {}}
         offered = getattr(self._handler, "capabilities", None)  # what the application adds (resources…)
         if offered is not None:
             more = offered()

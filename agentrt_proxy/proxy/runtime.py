@@ -14,6 +14,7 @@ across calls, the status tool and jsonschema (~130 ms of imports) are imported b
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
@@ -29,7 +30,7 @@ from agentrt_proxy.store import Store, StoreError
 from agentrt_proxy.text import model_text, operator_text
 from agentrt_proxy.text.cli_text import program_invocation
 from agentrt_proxy.upstream import OpenError, OpenServers, Supervision, annotations_for, open_servers
-from agentrt_proxy.upstream.notes import ServerNotes
+from agentrt_proxy.upstream.notes import TOOLS_CHANGED_METHOD, ServerNotes
 
 if TYPE_CHECKING:
     from agentrt_proxy.canonical.clock import Clock
@@ -57,8 +58,10 @@ class Runtime:
         self.config = config
         self.host = host  # notifications to the host (relayed from the upstreams)
         self.notes = ServerNotes(host, write_stderr)
+        self.notes.on_tools_changed = self._tools_changed  # listed again at once (issue 15, item 6)
         opened.relay(self.notes)
         self.opened = opened
+        self._relists: set[asyncio.Task[Any]] = set()
         self.store = store
         self.tools = opened.by_name()
         offered = {
@@ -94,6 +97,7 @@ class Runtime:
 
         # Resources, prompts and completion of the servers that opted in (proxy/passthrough).
         self.passthrough = PassthroughHandler(config, self._connection_of, store, clock, host, write_stderr)
+        self.listed = self.host_tools()  # what tools/list answers; renewed by offered_changed
 
     def _connection_of(self, server: str) -> Any:
         """The server's live wire connection, or None (a held connection wraps the wire's)."""
@@ -102,6 +106,23 @@ class Runtime:
             if getattr(entry, "name", None) == server:
                 return getattr(held, "connection", held)
         return None
+
+    def _tools_changed(self, server: str) -> None:
+        """A server's ``notifications/tools/list_changed``: list it again now (not in the wire's
+        reader, which must not wait); the supervisor withholds what no longer matches its pin."""
+        for supervisor in self.opened.connections:
+            if supervisor.name == server:
+                task = asyncio.get_running_loop().create_task(supervisor.relist())
+                self._relists.add(task)
+                task.add_done_callback(self._relists.discard)
+
+    def offered_changed(self) -> None:
+        """What the host is offered changed (a tool withheld or back on its pin): list it anew and
+        tell the host, whose next ``tools/list`` omits the withheld tools."""
+        self.listed = self.host_tools()
+        task = asyncio.get_running_loop().create_task(self.host.notify(TOOLS_CHANGED_METHOD))
+        self._relists.add(task)
+        task.add_done_callback(self._relists.discard)
 
     def _is_known_answer(self, tool_name: str, text: str) -> bool:
         tool = self.tools.get(tool_name)
@@ -112,7 +133,10 @@ class Runtime:
         schema; the server's title, icons and output schema; the proxy's own annotations, from
         the operator's classification (``upstream.display``)."""
         listed = []
+        withheld = {(s.name, remote) for s in self.opened.connections for remote in s.withheld()}
         for t in self.opened.tools:
+            if (t.server, t.remote) in withheld:
+                continue  # no longer matches its pin: not offered until an operator pins it again
             entry: dict[str, Any] = {"name": t.name, **t.display.fields()}
             entry["description"] = t.description
             entry["inputSchema"] = RawJSON(t.schema_text)
@@ -164,6 +188,8 @@ class Runtime:
         return model_text.status_budgets(tool, lines)
 
     async def close(self) -> None:
+        for task in list(self._relists):
+            task.cancel()
         await self.notes.aclose()
         await self.opened.aclose()
         await anyio.to_thread.run_sync(self.store.close)
@@ -239,7 +265,14 @@ async def open_runtime(
     for report in opened.reports:
         for line in report.lines():
             write_stderr(operator_text.operator_line(line))
-    opened.supervise(dataclasses.replace(supervision or Supervision(), report=write_stderr))
-    return Runtime(
+    runtime = Runtime(
         config, opened, store, write_stderr, shutting_down, host=host or HostLink(), clock=clock, hold_poll=hold_poll
     )
+    review = f"{program_invocation()} pin -config {config.path} -review"
+    opened.supervise(
+        dataclasses.replace(
+            supervision or Supervision(), report=write_stderr, review_command=review,
+            offered_changed=runtime.offered_changed,
+        )
+    )  # fmt: skip
+    return runtime

@@ -77,7 +77,8 @@ class Proxy:
 
     async def list_tools(self) -> list[dict[str, Any]]:
         await self._wait_ready()
-        return self.tools
+        listed = getattr(self.runtime, "listed", None)  # renewed when a server's tools change
+        return listed if listed is not None else self.tools
 
     async def call_tool(self, name: str, arguments_text: str | None, ctx: CallContext) -> dict[str, Any]:
         if self.shutting_down.is_set():

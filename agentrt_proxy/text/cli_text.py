@@ -41,7 +41,10 @@ USAGE = f"""\
 usage:
   {PROGRAM} serve -config FILE       serve one MCP host over stdin and stdout (the default)
   {PROGRAM} pin -config FILE         pin each server's tools into its manifest
-  {PROGRAM} check -config FILE       load everything as serving would and report what is offered
+  {PROGRAM} pin -config FILE -review [-json]   what changed since each server's pin
+  {PROGRAM} pin -config FILE -accept SERVER [-tools a,b] -expect FINGERPRINT
+                                     pin exactly the changes the review showed
+  {PROGRAM} check -config FILE [-json]   load everything as serving would and report what is offered
   {PROGRAM} recheck -config FILE [-run ID | -session NAME] [-limit N] [-current-tools] [-json]
                                      re-check recorded calls under the policy as it is now
   {PROGRAM} runs (-config FILE | -db DB) [-json]         the runs, waiting ones first
@@ -83,6 +86,16 @@ def program_invocation() -> str:
 
         return f"python3 {shlex.quote(os.path.abspath(argv0))}"
     return PROGRAM
+
+
+def repin_refused(server: str) -> str:
+    """A bare ``pin`` that found changes and was not told to take them (issue 15)."""
+    from agentrt_proxy.text.escaping import go_quote, sanitize
+
+    return sanitize(
+        f"{PROGRAM}: error: server {go_quote(server)} changed since its pin and was not pinned again: "
+        "read the review above, then pin exactly what it showed with the -accept line it printed"
+    )
 
 
 def help_text() -> str:

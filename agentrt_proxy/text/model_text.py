@@ -410,5 +410,6 @@ def server_stopped(server: str) -> str:
 def tool_unpinned(server: str, remote: str, reason: str) -> str:
     return (
         f"server {go_quote(server)} no longer offers tool {go_quote(remote)} as it was pinned "
-        f"({clean(reason, 160)})"
+        f"({clean(reason, 160)}): the tool changed, and an operator must review the change before it "
+        "can be called again"
     )

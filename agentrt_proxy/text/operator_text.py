@@ -105,6 +105,22 @@ def tool_off_pin(server: str, remote: str, reason: str) -> str:
     )
 
 
+def tool_changed_held(server: str, remote: str, reason: str, review_command: str) -> str:
+    """A server changed a tool while serving (issue 15, item 6): it is no longer offered."""
+    review = f"; review it with: {review_command}" if review_command else "; review it with pin -review"
+    return operator_line(
+        f"server {go_quote(server)}: tool {go_quote(remote)} changed while serving ({reason}); it is no longer "
+        f"offered and its calls are refused, nothing sent{review}"
+    )
+
+
+def relist_failed(server: str, why: str) -> str:
+    return operator_line(
+        f"server {go_quote(server)}: its tools changed but could not be listed again ({why}); what is offered "
+        "stays as it was checked"
+    )
+
+
 def tool_on_pin(server: str, remote: str) -> str:
     return operator_line(f"server {go_quote(server)}: tool {go_quote(remote)} matches its pin again and is served")
 

@@ -23,6 +23,7 @@ from agentrt_proxy.config import READ_ONLY, SIDE_EFFECTS, TOOL_NAME_PATTERN, Rul
 from agentrt_proxy.text import escaping
 from agentrt_proxy.upstream.loaded_tool import LoadedTool, Upstream, known_answer_pattern
 from agentrt_proxy.upstream.pins import LiveTool, Manifest, PinnedTool
+from agentrt_proxy.upstream.review import pin_drift
 from agentrt_proxy.upstream.spec import ToolSpec
 
 __all__ = [
@@ -279,6 +280,9 @@ def build(
         raise Refusal("the input schema changed since the pin")
     if schema_form.description_hash(live.description) != pinned.description_hash:
         raise Refusal("the description changed since the pin, and a description is model input")
+    drift = pin_drift(pinned, live)
+    if drift:
+        raise Refusal(drift)
     hint = _hint_mismatch(rule, pinned, live)
     if hint and not rule.allow_hint_mismatch:
         raise Refusal(hint)

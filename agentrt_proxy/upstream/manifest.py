@@ -50,11 +50,23 @@ def manifest_text(manifest: Manifest) -> str:
         }
         if tool.annotations is not None:
             entry["annotations"] = tool.annotations
+        if tool.display_pinned:
+            entry["display"] = _display_entry(tool)
         tools[name] = entry
     document: dict[str, Any] = {"server": manifest.server, "pinned_at": manifest.pinned_at, "tools": tools}
     if manifest.prompts is not None:  # only a server whose prompts pass through pins them
         document["prompts"] = {name: _prompt_entry(manifest.prompts[name]) for name in sorted(manifest.prompts)}
     return encode(document, MANIFEST) + "\n"
+
+
+def _display_entry(tool: PinnedTool) -> dict[str, Any]:
+    """The pinned title and output schema; an empty object pins "none of either"."""
+    display: dict[str, Any] = {}
+    if tool.title is not None:
+        display["title"] = tool.title
+    if tool.output_schema is not None:
+        display["output_schema"] = schema_form.parse_form(tool.output_schema)
+    return display
 
 
 def _prompt_entry(prompt: PinnedPrompt) -> dict[str, Any]:
@@ -148,6 +160,15 @@ def _pinned_from(key: str, entry: Any, path: str) -> PinnedTool:
     if annotations is not None and not isinstance(annotations, dict):
         raise ManifestError(f"{path}: {where}.annotations must be an object")
     schema = entry.get("input_schema")
+    display = entry.get("display")
+    if display is not None and not isinstance(display, dict):
+        raise ManifestError(f"{path}: {where}.display must be an object")
+    title, output_schema = None, None
+    if display is not None:
+        if display.get("title") is not None:
+            title = _string(display.get("title"), f"{where}.display.title", path)
+        if display.get("output_schema") is not None:
+            output_schema = schema_form.canonical_schema(canonical.policy_text(display["output_schema"]))
     return PinnedTool(
         name=key,
         description=_string(entry.get("description"), f"{where}.description", path, required=False),
@@ -155,6 +176,9 @@ def _pinned_from(key: str, entry: Any, path: str) -> PinnedTool:
         schema_hash=_string(entry.get("schema_hash"), f"{where}.schema_hash", path, required=False),
         description_hash=_string(entry.get("description_hash"), f"{where}.description_hash", path, required=False),
         annotations=normalise_annotations(annotations) if annotations is not None else None,
+        title=title,
+        output_schema=output_schema,
+        display_pinned=display is not None,
     )
 
 

@@ -12,8 +12,9 @@ the server's and stays data for the host: it never enters what the proxy tells t
 host's ``logging/setLevel`` is applied by the host session (``mcp.server``) to every message
 the proxy sends; it is not passed on to the servers, which keep their own default level.
 
-A changed tool list changes nothing the host is offered: the offered tools stay as pinned.
-The operator gets one line naming the server, to review with ``pin``.
+A changed tool list is handed to ``on_tools_changed`` (serving lists the server again at once and
+withholds what no longer matches its pin: ``Supervisor.relist``); with no one to hand it to, the
+operator gets one line naming the server, to review with ``pin``.
 """
 
 from __future__ import annotations
@@ -65,6 +66,8 @@ class ServerNotes:
         self._write_stderr = write_stderr
         self._queue: deque[dict[str, Any]] = deque(maxlen=MAX_QUEUED)
         self._writer: asyncio.Task[None] | None = None
+        # Serving sets it: a server's changed list is listed again at once (issue 15, item 6).
+        self.on_tools_changed: Callable[[str], None] | None = None
 
     def attach(self, server: str, connection: _Notifying) -> None:
         """Relay ``server``'s notifications on ``connection`` (called for every new connection)."""
@@ -90,6 +93,9 @@ class ServerNotes:
                 await self._host.notify(LOG_METHOD, params)
 
     def _tools_changed(self, server: str) -> None:
+        if self.on_tools_changed is not None:
+            self.on_tools_changed(server)
+            return
         self._write_stderr(operator_text.operator_tools_changed(server))
 
     async def aclose(self) -> None:

@@ -50,6 +50,11 @@ class PinnedTool:
     schema_hash: str
     description_hash: str
     annotations: dict[str, Any] | None = None
+    # The listing's title and output schema (canonical form), pinned since issue 15 so a change to
+    # either is reviewed and refused; ``display_pinned`` is False for a manifest written before.
+    title: str | None = None
+    output_schema: bytes | None = None
+    display_pinned: bool = False
 
 
 @dataclass(frozen=True)
@@ -148,6 +153,9 @@ def pin_tool(tool: LiveTool) -> PinnedTool:
         schema_hash=canonical.sha256_hex(form),
         description_hash=schema_form.description_hash(tool.description),
         annotations=tool.annotations,
+        title=tool.display.title,
+        output_schema=tool.display.output_schema.encode("utf-8") if tool.display.output_schema is not None else None,
+        display_pinned=True,
     )
 
 

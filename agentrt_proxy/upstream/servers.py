@@ -123,6 +123,11 @@ class HeldConnection:
             for tool in self.connection.tools
         ]
 
+    async def relist(self, timeout_ns: int) -> list[LiveTool]:
+        """List the tools again (the server said they changed): the new listing."""
+        await self.connection.list_tools(timeout_ns)
+        return self.tools
+
     async def call_tool(self, name: str, arguments_text: str, timeout_ns: int, **options: Any) -> Any:
         return await self.connection.call_tool(name, arguments_text, timeout_ns, **options)
 

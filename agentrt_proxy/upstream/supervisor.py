@@ -31,6 +31,7 @@ from agentrt_proxy.config import ServerConfig
 from agentrt_proxy.mcp.errors import NotSentError
 from agentrt_proxy.mcp.outcomes import NotSent, ToolOutcome
 from agentrt_proxy.text import model_text, operator_text
+from agentrt_proxy.upstream.display import ToolDisplay
 from agentrt_proxy.upstream.pins import LiveTool, Manifest
 from agentrt_proxy.upstream.registry import Connection, ListingFn, LoadError, decide
 
@@ -56,6 +57,10 @@ class Supervision:
     cap: float = 30.0
     tries: int = DEFAULT_TRIES
     wait: Callable[[float], Awaitable[object]] = anyio.sleep
+    # What the operator types to review a change (named in the line of a tool withheld for one).
+    review_command: str = ""
+    # Called (on the event loop) whenever the tools a server offers change: the host is told.
+    offered_changed: Callable[[], object] | None = None
 
     def delay(self, attempt: int) -> float:
         """The pause before start ``attempt`` (0-based) since the server last stayed up."""
@@ -65,7 +70,13 @@ class Supervision:
 def pinned_listing(manifest: Manifest) -> list[LiveTool]:
     """The tools exactly as pinned, as a listing: what a down server's tools are decided against."""
     return [
-        LiveTool(tool.name, tool.description, tool.annotations, tool.input_schema.decode("utf-8"))
+        LiveTool(
+            tool.name,
+            tool.description,
+            tool.annotations,
+            tool.input_schema.decode("utf-8"),
+            ToolDisplay(tool.title, None, tool.output_schema.decode("utf-8") if tool.output_schema else None),
+        )
         for tool in manifest.tools.values()
     ]
 
@@ -114,6 +125,9 @@ class Supervisor:
         self._up_since = time.monotonic() if held is not None else 0.0
         self._closing = False
         self._task: asyncio.Task[None] | None = None
+        self._supervision = Supervision()  # the one ``start`` was given, once started
+        self._relisting = asyncio.Lock()  # one listing again at a time; a burst of notes is one
+        self._relists_wanted = 0
         # Shared with every connection (the same dict), so a handler put here or on the current
         # connection reaches the next one too.
         self.notification_handlers: dict[str, Callable[[Any], None]] = {}
@@ -130,6 +144,18 @@ class Supervisor:
     @property
     def up(self) -> bool:
         return self._down is None and self._held is not None and getattr(self._held, "alive", True)
+
+    @property
+    def manifest(self) -> Manifest:
+        """The pin this server is served against (read at start-up)."""
+        return self._manifest
+
+    def listing(self) -> list[LiveTool] | None:
+        """What the server listed last (``None`` while it is down or never answered)."""
+        if self._held is None or self._down is not None:
+            return None
+        tools = getattr(self._held, "tools", None)
+        return list(tools) if tools is not None else None
 
     def withheld(self) -> dict[str, str]:
         """The offered tools that answer not-sent because the server no longer matches their pin."""
@@ -163,6 +189,7 @@ class Supervisor:
         """Watch the server in the background: restart it when it goes down, retry it if down now."""
         if self._task is not None or self._closing:
             return
+        self._supervision = supervision
         if self._down is not None:
             line = operator_text.server_did_not_start(
                 self.name, self._down, len(self._offered), _delay_text(supervision.delay(0))
@@ -242,18 +269,57 @@ class Supervisor:
 
     def _take(self, held: Connection, withheld: dict[str, str], supervision: Supervision) -> None:
         """The new connection serves from now on (no await here: no call sees half of it)."""
-        before = self._withheld
-        self._held, self._withheld, self._down = held, withheld, None
+        self._held, self._down = held, None
         self._up_since = time.monotonic()
         self._hand_over_handlers(held)
         supervision.report(operator_text.server_up(self.name, self._attempts, again=self._ever_up))
         self._ever_up = True
+        self._withhold(withheld, supervision, changed_while_up=False)
+
+    def _withhold(self, withheld: dict[str, str], supervision: Supervision, *, changed_while_up: bool) -> bool:
+        """Serve ``withheld`` from now on: one operator line per tool that left or came back to its
+        pin, and the host told when what it is offered changed. True when it changed."""
+        before = self._withheld
+        self._withheld = withheld
         for remote in self._offered:
             reason = withheld.get(remote)
             if reason is not None and reason != before.get(remote):
-                supervision.report(operator_text.tool_off_pin(self.name, remote, reason))
+                if changed_while_up:
+                    line = operator_text.tool_changed_held(self.name, remote, reason, supervision.review_command)
+                else:
+                    line = operator_text.tool_off_pin(self.name, remote, reason)
+                supervision.report(line)
             elif reason is None and remote in before:
                 supervision.report(operator_text.tool_on_pin(self.name, remote))
+        changed = set(before) != set(withheld)
+        if changed and supervision.offered_changed is not None:
+            supervision.offered_changed()
+        return changed
+
+    async def relist(self) -> bool:
+        """The server said its tools changed (``notifications/tools/list_changed``): list them
+        again at once and withhold every offered tool that no longer matches its pin (its calls
+        answer that nothing was sent). True when what the host is offered changed; a listing
+        that changed nothing offered changes nothing and tells no one."""
+        self._relists_wanted += 1
+        async with self._relisting:
+            if self._relists_wanted == 0:
+                return False  # a listing that began after this note already read it
+            self._relists_wanted = 0
+            held = self._held
+            relist: Any = getattr(held, "relist", None)
+            if held is None or not self.up or relist is None:
+                return False  # down: the start that brings it back checks the pin anyway
+            supervision = self._supervision
+            try:
+                listing = await relist(round(self.server.connect_timeout))
+            except Exception as err:  # not answered: what is offered stays; the operator is told
+                supervision.report(operator_text.relist_failed(self.name, str(err) or type(err).__name__))
+                return False
+            withheld = await anyio.to_thread.run_sync(self._check_pin, listing)
+            if held is not self._held or self._closing:
+                return False  # restarted meanwhile: that start checked its own listing
+            return self._withhold(withheld, supervision, changed_while_up=True)
 
     def _stop(self, supervision: Supervision, last: str) -> None:
         self._stopped = True

@@ -116,7 +116,7 @@ async def test_ping_discover_initialize_and_listing() -> None:
     assert msgs[1]["error"]["code"] == -32601
     assert msgs[2]["result"] == {
         "protocolVersion": "2025-11-25",
-        "capabilities": {"tools": {"listChanged": False}, "logging": {}},
+        "capabilities": {"tools": {"listChanged": True}, "logging": {}},
         "serverInfo": {"name": "gated-tools", "version": "1"},
     }
     assert h.session.initialized.is_set()

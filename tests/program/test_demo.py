@@ -39,7 +39,8 @@ def test_demo_runs_every_step() -> None:
         for marker in MARKERS:
             assert marker in done.stdout, f"missing {marker!r} in:\n{done.stdout}"
         for header in ("1. A read", "2. A payment waits", "3. The proxy is killed", "4. A host lost a response",
-                       "5. The payment server dies", "6. A payment past the month's budget"):
+                       "5. The payment server dies", "6. A payment past the month's budget",
+                       "7. The server rewords a tool's description"):
             assert f"\n{header}" in done.stdout
         assert "the proxy is killed with SIGKILL" in done.stdout
         assert "intact:" in done.stdout  # verify's report of the audit chain

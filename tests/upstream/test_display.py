@@ -67,14 +67,17 @@ def test_the_annotations_are_the_operators_class_never_the_servers_claims(side_e
 
 
 def test_a_registered_tool_carries_the_live_listings_display_whether_or_not_its_checks_were_prepared() -> None:
-    shown = display_of({"title": "Read File", "outputSchema": SCHEMA})
+    shown = display_of({"title": "Read File", "outputSchema": SCHEMA, "icons": [{"src": "r.png"}]})
     listing = [replace(tool, display=shown) if tool.name == "read_file" else tool for tool in fs_listing()]
-    loaded, _ = run_decide({"read_file": READ, "write_file": WRITE}, listing)
+    # Icons are not pinned: the pin was taken without them and the tool is still offered with them.
+    pinned = [replace(tool, display=replace(shown, icons=None)) if tool.name == "read_file" else tool
+              for tool in fs_listing()]  # fmt: skip
+    loaded, _ = run_decide({"read_file": READ, "write_file": WRITE}, listing, pin(pinned))
     by_name = {tool.remote: tool for tool in loaded}
     assert by_name["read_file"].display == shown and by_name["read_file"].output_schema == shown.output_schema
     assert by_name["write_file"].display == ToolDisplay()
     server = fs_server({"read_file": READ, "write_file": WRITE})
-    manifest = pin(fs_listing())
+    manifest = pin(pinned)
     early = prepare(server, manifest, repeat_window=0)
     loaded, _ = decide(server, manifest, listing, repeat_window=0, prepared=early)
     assert {tool.remote: tool.display for tool in loaded}["read_file"] == shown

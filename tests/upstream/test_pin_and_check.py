@@ -121,7 +121,8 @@ def test_the_manifest_records_what_the_server_presents(tmp_path: Path) -> None:
     data = json.loads(text)
     assert list(data) == ["server", "pinned_at", "tools"]
     entry = data["tools"]["read_file"]
-    assert list(entry) == ["name", "description", "input_schema", "schema_hash", "description_hash", "annotations"]
+    assert list(entry) == ["name", "description", "input_schema", "schema_hash", "description_hash", "annotations",
+                           "display"]  # display: issue 15 pins the title and output schema
     assert entry["input_schema"] == {
         "maximum": 1,
         "properties": {"path": {"type": "string"}},
