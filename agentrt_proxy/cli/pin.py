@@ -56,9 +56,14 @@ def pin_line(tool: PinnedTool) -> str:
     return f"  {name:<{NAME_COLUMNS}} {hints_text(tool.annotations):<{HINT_COLUMNS}} {description}"
 
 
-async def _pin_all(config: Config, config_path: str, stdout: TextIO, connector: Connector) -> None:
+async def _pin_all(
+    config: Config, config_path: str, stdout: TextIO, connector: Connector, overrides: frozenset[tuple[str, str]]
+) -> None:
+    from agentrt_proxy.cli import pin_scan
+
     for server in config.servers:
         manifest = await pin_server(server, connector=connector)
+        manifest = pin_scan.gate(config, server, manifest, overrides, stdout)  # issue 15: the scan gates the pin
         await anyio.to_thread.run_sync(write_manifest, server.manifest, manifest)
         stdout.write(
             f"server {escaping.sanitize(server.name)}: {len(manifest.tools)} tools pinned in {server.manifest}, "
@@ -85,10 +90,13 @@ def pin_command(
 ) -> int:
     """``pin -config FILE``: record every server's tools into its manifest (no reach check)."""
     out, err_out = stdout or sys.stdout, stderr or sys.stderr
+    from agentrt_proxy.cli.pin_scan import take_overrides
+
+    argv, overrides = take_overrides(argv)  # issue 15: -override TOOL:RULE takes a tool the scan refused
     config_path = _config_path(argv)
     try:
         config = load_config(config_path)
-        anyio.run(_pin_all, config, config_path, out, connector)
+        anyio.run(_pin_all, config, config_path, out, connector, overrides)
     except (ConfigError, LoadError, ManifestError, OSError) as err:
         return _fail(err, err_out)
     except Exception as err:  # a connect or listing failure from the wire layer
@@ -96,7 +104,9 @@ def pin_command(
     return 0
 
 
-async def _check(config: Config, stdout: TextIO, connector: Connector) -> list[DownServer]:
+async def _check(
+    config: Config, stdout: TextIO, connector: Connector, scan_failures: list[str] | None = None
+) -> list[DownServer]:
     """Open as serving would; the servers that did not answer (serving would retry them)."""
     try:
         opened = await open_servers(config, connector=connector, keep_down=True)
@@ -106,6 +116,10 @@ async def _check(config: Config, stdout: TextIO, connector: Connector) -> list[D
     try:
         _write_reports(opened.reports, stdout)
         await _write_passthrough(config, opened, stdout)
+        if scan_failures is not None:  # issue 15: check runs the scan too
+            from agentrt_proxy.cli.pin_scan import check_scan
+
+            scan_failures.extend(check_scan(config, opened, stdout))
     finally:
         await opened.aclose()
     return opened.down
@@ -146,7 +160,8 @@ def check_command(
     try:
         config = load_config(config_path)
         check_database_file(config.database)
-        down = anyio.run(_check, config, out, connector)
+        scan_failures: list[str] = []
+        down = anyio.run(_check, config, out, connector, scan_failures)
     except (ConfigError, OpenError) as err:
         out.flush()
         return _fail(err, err_out)
@@ -157,6 +172,11 @@ def check_command(
         out.flush()
         for server in down:
             _fail(operator_text.server_down_in_check(server.server, server.error), err_out)
+        return 1
+    if scan_failures:  # issue 15: a hard finding on an offered tool that no pin reviewed
+        out.flush()
+        for line in scan_failures:
+            _fail(line, err_out)
         return 1
     out.write(f"status tool: {config.status_tool}\n")
     out.write(f"session: {config.session}\n")
