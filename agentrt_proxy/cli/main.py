@@ -38,6 +38,12 @@ def _check(args: list[str]) -> int:
     return pin.check_command(args)
 
 
+def _scan(args: list[str]) -> int:
+    from agentrt_proxy.cli import scan
+
+    return scan.command(args)
+
+
 def _recheck(args: list[str]) -> int:
     from agentrt_proxy.cli import recheck
 
@@ -101,6 +107,7 @@ COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "serve": _serve,
     "pin": _pin,
     "check": _check,
+    "scan": _scan,
     "recheck": _recheck,
     "runs": _runs,
     "show": _show,

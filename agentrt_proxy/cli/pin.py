@@ -73,12 +73,21 @@ def pin_line(tool: PinnedTool) -> str:
 
 
 async def _pin_all(
-    config: Config, config_path: str, stdout: TextIO, connector: Connector, ask: pin_review.Ask
+    config: Config,
+    config_path: str,
+    stdout: TextIO,
+    connector: Connector,
+    ask: pin_review.Ask,
+    overrides: frozenset[tuple[str, str]] = frozenset(),
 ) -> list[str]:
-    """Pin every server; the servers whose changes were not taken (never silently: issue 15)."""
+    """Pin every server; the servers whose changes were not taken (never silently: issue 15).
+    The scan gates each listing first: a tool with a hard finding is left out unless overridden."""
+    from agentrt_proxy.cli import pin_scan
+
     refused: list[str] = []
     for server in config.servers:
         manifest = await pin_server(server, connector=connector)
+        manifest = pin_scan.gate(config, server, manifest, overrides, stdout)
         allowed, review = pin_review.repin_allowed(server, manifest, config_path, stdout, ask)
         if not allowed:
             assert review is not None
@@ -122,6 +131,9 @@ def pin_command(
     A server already pinned whose listing changed is pinned only once its review is accepted
     (on the terminal, or ``-accept``): ``pin_review``."""
     out, err_out = stdout or sys.stdout, stderr or sys.stderr
+    from agentrt_proxy.cli.pin_scan import take_overrides
+
+    argv, overrides = take_overrides(argv)  # issue 15: -override TOOL:RULE takes a tool the scan refused
     flags = _review_flags(argv)
     config_path = flags.get("config")
     if not config_path or flags.positionals:
@@ -133,7 +145,8 @@ def pin_command(
             return 0
         if flags.get("accept") is not None:
             return _accept(config, config_path, flags, out, err_out, connector)
-        refused = anyio.run(_pin_all, config, config_path, out, connector, ask or pin_review.ask_on_terminal)
+        asker = ask or pin_review.ask_on_terminal
+        refused = anyio.run(_pin_all, config, config_path, out, connector, asker, overrides)
     except (ConfigError, LoadError, ManifestError, OSError) as err:
         return _fail(err, err_out)
     except UsageError:
@@ -171,7 +184,12 @@ def _accept(
 
 
 async def _check(
-    config: Config, stdout: TextIO, connector: Connector, config_path: str = "", as_json: bool = False
+    config: Config,
+    stdout: TextIO,
+    connector: Connector,
+    config_path: str = "",
+    as_json: bool = False,
+    scan_failures: list[str] | None = None,
 ) -> list[DownServer]:
     """Open as serving would; the servers that did not answer (serving would retry them)."""
     text = io.StringIO() if as_json else stdout  # -json: the review alone, as data
@@ -184,6 +202,10 @@ async def _check(
     try:
         _write_reports(opened.reports, text)
         await _write_passthrough(config, opened, text)
+        if scan_failures is not None:  # issue 15: check runs the scan too
+            from agentrt_proxy.cli.pin_scan import check_scan
+
+            scan_failures.extend(check_scan(config, opened, text))
         await _write_reviews(config, config_path, opened, stdout, as_json)
     finally:
         await opened.aclose()
@@ -245,7 +267,8 @@ def check_command(
     try:
         config = load_config(config_path)
         check_database_file(config.database)
-        down = anyio.run(_check, config, out, connector, config_path, as_json)
+        scan_failures: list[str] = []
+        down = anyio.run(_check, config, out, connector, config_path, as_json, scan_failures)
     except (ConfigError, OpenError) as err:
         out.flush()
         return _fail(err, err_out)
@@ -256,6 +279,11 @@ def check_command(
         out.flush()
         for server in down:
             _fail(operator_text.server_down_in_check(server.server, server.error), err_out)
+        return 1
+    if scan_failures:  # issue 15: a hard finding on an offered tool that no pin reviewed
+        out.flush()
+        for line in scan_failures:
+            _fail(line, err_out)
         return 1
     from agentrt_proxy.config.budget_fields import unpriced
 

@@ -120,6 +120,7 @@ class Connection:
         self.protocol_version: str | None = None
         self.server_info: dict[str, Any] = {}
         self.capabilities: dict[str, Any] = {}  # what the server's initialize result offers
+        self.instructions: str | None = None  # the initialize result's instructions (the scanner reads them)
         # What the layers above do with the server's other notifications, by method (a log
         # message, a changed list, a resource update); called on the event loop, must not block.
         self.notification_handlers: dict[str, Callable[[Notification], None]] = {}
@@ -355,6 +356,8 @@ class Connection:
         self.server_info = info if isinstance(info, dict) else {}
         capabilities = result.get("capabilities")
         self.capabilities = capabilities if isinstance(capabilities, dict) else {}
+        instructions = result.get("instructions")
+        self.instructions = instructions if isinstance(instructions, str) else None
         await self._notify("notifications/initialized")
         listen = getattr(self._transport, "listen", None)
         if callable(listen):

@@ -40,11 +40,14 @@ What it keeps:
 USAGE = f"""\
 usage:
   {PROGRAM} serve -config FILE       serve one MCP host over stdin and stdout (the default)
-  {PROGRAM} pin -config FILE         pin each server's tools into its manifest
+  {PROGRAM} pin -config FILE [-override TOOL:RULE,...]
+                                     pin each server's tools into its manifest
   {PROGRAM} pin -config FILE -review [-json]   what changed since each server's pin
   {PROGRAM} pin -config FILE -accept SERVER [-tools a,b] -expect FINGERPRINT
                                      pin exactly the changes the review showed
   {PROGRAM} check -config FILE [-json]   load everything as serving would and report what is offered
+  {PROGRAM} scan [-json] (-config FILE | -tools FILE)
+                                     scan tool definitions for poisoning (exit 1 on a hard finding)
   {PROGRAM} recheck -config FILE [-run ID | -session NAME] [-limit N] [-current-tools] [-json]
                                      re-check recorded calls under the policy as it is now
   {PROGRAM} runs (-config FILE | -db DB) [-json]         the runs, waiting ones first

@@ -23,6 +23,7 @@ from agentrt_proxy.upstream.pins import (
     PinnedPrompt,
     PinnedTool,
     PromptShapeError,
+    ScanRecord,
     normalise_annotations,
     pin_prompt,
 )
@@ -56,6 +57,11 @@ def manifest_text(manifest: Manifest) -> str:
     document: dict[str, Any] = {"server": manifest.server, "pinned_at": manifest.pinned_at, "tools": tools}
     if manifest.prompts is not None:  # only a server whose prompts pass through pins them
         document["prompts"] = {name: _prompt_entry(manifest.prompts[name]) for name in sorted(manifest.prompts)}
+    if manifest.scan is not None:  # the scan's refusals and the operator's overrides (issue 15)
+        document["scan"] = {
+            key: {tool: [dict(f) for f in found] for tool, found in sorted(getattr(manifest.scan, key).items())}
+            for key in ("refused", "overridden")
+        }
     return encode(document, MANIFEST) + "\n"
 
 
@@ -131,7 +137,33 @@ def _manifest_from(tree: Any, path: str) -> Manifest:
     if not isinstance(tools_value, dict):
         raise ManifestError(f"{path}: tools must be an object of tool name to pinned tool")
     tools = {name: _pinned_from(name, entry, path) for name, entry in tools_value.items()}
-    return Manifest(server=server, pinned_at=pinned_at, tools=tools, prompts=_prompts_from(tree.get("prompts"), path))
+    return Manifest(
+        server=server,
+        pinned_at=pinned_at,
+        tools=tools,
+        prompts=_prompts_from(tree.get("prompts"), path),
+        scan=_scan_from(tree.get("scan"), path),
+    )
+
+
+def _scan_from(value: Any, path: str) -> ScanRecord | None:
+    """The optional "scan" section: tool -> its findings, under "refused" and "overridden"."""
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise ManifestError(f"{path}: scan must be an object")
+    parts: dict[str, dict[str, tuple[dict[str, str], ...]]] = {}
+    for key in ("refused", "overridden"):
+        section = value.get(key) or {}
+        if not isinstance(section, dict) or not all(
+            isinstance(found, list) and all(isinstance(f, dict) for f in found) for found in section.values()
+        ):
+            raise ManifestError(f"{path}: scan.{key} must be an object of tool name to a list of findings")
+        parts[key] = {
+            tool: tuple({k: v for k, v in f.items() if isinstance(v, str)} for f in found)
+            for tool, found in section.items()
+        }
+    return ScanRecord(refused=parts["refused"], overridden=parts["overridden"])
 
 
 def _prompts_from(value: Any, path: str) -> dict[str, PinnedPrompt] | None:

@@ -18,6 +18,7 @@ __all__ = [
     "Manifest",
     "PinnedPrompt",
     "PinnedTool",
+    "ScanRecord",
     "hints_text",
     "live_tool",
     "normalise_annotations",
@@ -71,11 +72,21 @@ class PinnedPrompt:
 
 
 @dataclass(frozen=True)
+class ScanRecord:
+    """What the scan decided at pin (issue 15): per tool (or ``prompt:NAME``) the hard findings
+    that refused it (it is not pinned) or that the operator overrode by name (it is)."""
+
+    refused: dict[str, tuple[dict[str, str], ...]] = field(default_factory=dict)
+    overridden: dict[str, tuple[dict[str, str], ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Manifest:
     server: str
     pinned_at: str
     tools: dict[str, PinnedTool]
     prompts: dict[str, PinnedPrompt] | None = None  # None: the manifest pins no prompts (older files)
+    scan: ScanRecord | None = None  # None: nothing refused or overridden (or pinned before the scanner)
 
 
 _ARGUMENT_FIELDS = (("name", str), ("title", str), ("description", str), ("required", bool))

@@ -110,7 +110,8 @@ def check_manifest(server: ServerConfig, manifest: Manifest | None) -> Manifest:
         raise LoadError(
             f"mcp: manifest is for server {escaping.go_quote(manifest.server)}, not {escaping.go_quote(server.name)}"
         )
-    stray = sorted(tool for tool in server.rules if tool not in manifest.tools)
+    refused = manifest.scan.refused if manifest.scan is not None else {}  # refused by the scan at pin
+    stray = sorted(tool for tool in server.rules if tool not in manifest.tools and tool not in refused)
     if stray:
         raise LoadError(
             f"mcp: server {escaping.go_quote(server.name)}: rules name tools the manifest does not pin: "
@@ -159,7 +160,12 @@ def decide(
         taken[tool.name] = tool_name
         registered.append(tool)
         report.registered.append(Registered(tool_name, tool.name, tool.side_effect, tool.hint_mismatch))
-    report.unpinned.extend(name for name in listing if name not in manifest.tools)
+    scan_refused = manifest.scan.refused if manifest.scan is not None else {}
+    for tool_name in sorted(name for name in scan_refused if not name.startswith("prompt:")):
+        rules = ", ".join(sorted({f.get("rule", "?") for f in scan_refused[tool_name]}))
+        reason = f"refused at pin by the scan's hard findings ({rules}); never offered"
+        report.refused.append(RefusedTool(tool_name, reason))
+    report.unpinned.extend(name for name in listing if name not in manifest.tools and name not in scan_refused)
     report.sort()
     if not registered:
         raise LoadError(f"mcp: server {escaping.go_quote(server.name)}: no tool registered", report)

@@ -157,10 +157,13 @@ def test_no_two_exception_classes_share_a_name() -> None:
     assert clashes == []
 
 
-@pytest.mark.parametrize("module", ["agentrt_proxy.mcp", "agentrt_proxy.canonical", "agentrt_proxy.errors"])
+@pytest.mark.parametrize(
+    "module", ["agentrt_proxy.mcp", "agentrt_proxy.scan", "agentrt_proxy.canonical", "agentrt_proxy.errors"]
+)
 def test_the_lower_layers_import_nothing_above_them(module: str) -> None:
     """A double check of the contracts on the layers that must stand alone (with lazy imports)."""
     allowed = {"agentrt_proxy.mcp": ("agentrt_proxy.mcp", "agentrt_proxy.canonical", "agentrt_proxy.errors"),
+               "agentrt_proxy.scan": ("agentrt_proxy.scan", "agentrt_proxy.canonical", "agentrt_proxy.errors"),
                "agentrt_proxy.canonical": ("agentrt_proxy.canonical", "agentrt_proxy.errors"),
                "agentrt_proxy.errors": ("agentrt_proxy.errors",)}[module]
     parsed = list(modules())

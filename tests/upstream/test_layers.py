@@ -1,8 +1,9 @@
 """The lower layers import nothing above them: read from every module's source, lazy imports too.
 
 ``mcp/`` (the wire) imports nothing of the program but ``canonical/`` and ``errors/``; ``canonical/``
-only ``errors/``; ``text/`` and ``config/`` only those two (and text never config); ``upstream/``
-any of them. import-linter states the whole house; this pins the lower floors where they are built.
+only ``errors/``; ``text/`` and ``config/`` only those two (and text never config); ``scan/``
+(the description scanner) only ``canonical/`` and ``errors/``; ``upstream/`` any of them.
+import-linter states the whole house; this pins the lower floors where they are built.
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ ALLOWED = {
     "text": {"text", "canonical", "errors"},
     "config": {"config", "canonical", "errors"},
     "mcp": {"mcp", "canonical", "errors"},
-    "upstream": {"upstream", "mcp", "config", "text", "canonical", "errors"},
+    "scan": {"scan", "canonical", "errors"},
+    "upstream": {"upstream", "scan", "mcp", "config", "text", "canonical", "errors"},
     "testing": {"testing", "mcp", "canonical", "errors"},
 }
 

@@ -291,8 +291,11 @@ def test_pin_collapses_sanitizes_and_truncates_the_description(tmp_path: Path) -
     long = "Send\n\n a   payment\x1b[31m " + "very " * 30
     listing = [live_tool("pay", long, {"destructiveHint": True, "idempotentHint": True, "openWorldHint": False}, "{}")]
     config_path = write_config(tmp_path, [{"name": "bank"}])
-    out = pin_all(config_path, FakeWire({"bank": listing}))
-    line = out.splitlines()[1]
+    # A terminal escape in a description is a hard scan finding (issue 15): pinned here by override.
+    out = io.StringIO()
+    argv = ["-config", str(config_path), "-override", "pay:unicode.hidden"]
+    assert pin.pin_command(argv, stdout=out, connector=FakeWire({"bank": listing})) == 0
+    line = next(line for line in out.getvalue().splitlines() if line.startswith("  pay"))
     assert line.startswith("  pay                          destructive,idempotent     Send a payment\\x1b[31m very")
     description = line[2 + 28 + 1 + 26 + 1 :]
     assert len(description.encode()) <= 72 and description.endswith("…")

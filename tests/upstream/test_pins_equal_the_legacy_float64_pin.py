@@ -9,6 +9,7 @@ encoder, which the pin (``canonical_schema``: the encoder's ``SCHEMA`` style) is
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import math
 import struct
@@ -18,8 +19,9 @@ from typing import Any
 
 import pytest
 
+from agentrt_proxy.cli import pin
 from agentrt_proxy.upstream import live_tool, pin_tool, read_manifest
-from tests.upstream.scripted import run_pin, scripted_config, write_script
+from tests.upstream.scripted import scripted_config, write_script
 
 
 def _go_decode_bytes(data: bytes) -> str:
@@ -172,7 +174,9 @@ def test_a_float64_exact_schema_pinned_over_the_wire_equals_the_legacy_pin(tmp_p
     )
     script = write_script(tmp_path / "script.json", tools=f"[{tools}]")
     config_path = scripted_config(tmp_path, script)
-    assert run_pin(config_path)[0] == 0
+    # One schema's description holds control characters, a hard scan finding (issue 15): taken by override.
+    overrides = ",".join(f"t{i}:unicode.hidden" for i in range(len(utf8)))
+    assert pin.pin_command(["-config", str(config_path), "-override", overrides], stdout=io.StringIO()) == 0
     manifest = read_manifest(tmp_path / "fs.json")
     assert len(manifest.tools) == len(utf8) == len(LEGACY_SCHEMAS) - 1
     for i, raw in enumerate(utf8):

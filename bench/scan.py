@@ -1,0 +1,85 @@
+"""The description scanner's figures: precision, recall and false-positive rate per rule and
+overall on the evaluation corpus (tests/scan/corpus), and how long a scan of 100 tools takes.
+
+    /work/main/.venv/bin/python bench/scan.py          (from the repository root)
+
+Per rule: a true positive is a poisoned fixture that expects the rule and gets it, a false
+negative one that expects it and does not, a false positive a benign fixture that gets it (at
+any severity). Overall: a poisoned fixture is caught when it gets its expected verdict's
+severity (hard, or soft for the soft-only fixtures); a benign one is a false positive when it
+gets a hard finding (and, counted apart, any finding). The timing scans 100 tools (the
+corpus's real and SDK-style definitions, repeated) in one listing, best of 20 runs, and the
+first scan in a fresh process (the patterns compiled) apart.
+"""
+
+from __future__ import annotations
+
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from agentrt_proxy.scan import RULES, Listing, scan  # noqa: E402
+from tests.scan.corpus_eval import findings_of, fixtures, verdict  # noqa: E402
+
+
+def _ratio(numerator: int, denominator: int) -> str:
+    return f"{numerator / denominator:6.1%}" if denominator else "     -"
+
+
+def per_rule() -> None:
+    cases = fixtures()
+    benign = [c for c in cases if not c.poisoned]
+    poisoned = [c for c in cases if c.poisoned]
+    found = {c.id: findings_of(c) for c in cases}
+    print(f"corpus: {len(benign)} benign, {len(poisoned)} poisoned definitions\n")
+    print(f"{'rule':<24} {'tp':>4} {'fn':>4} {'fp':>4} {'precision':>10} {'recall':>8} {'fp rate':>8}")
+    for rule in RULES:
+        tp = sum(1 for c in poisoned if rule in c.rules and any(f.rule == rule for f in found[c.id]))
+        fn = sum(1 for c in poisoned if rule in c.rules and not any(f.rule == rule for f in found[c.id]))
+        fp = sum(1 for c in benign if any(f.rule == rule for f in found[c.id]))
+        print(
+            f"{rule:<24} {tp:>4} {fn:>4} {fp:>4} {_ratio(tp, tp + fp):>10} {_ratio(tp, tp + fn):>8} {_ratio(fp, len(benign)):>8}"
+        )
+    caught = sum(1 for c in poisoned if verdict(found[c.id]) == c.verdict or (c.verdict == "soft" and found[c.id]))
+    hard_fp = sum(1 for c in benign if verdict(found[c.id]) == "hard")
+    any_fp = sum(1 for c in benign if found[c.id])
+    hard_expected = [c for c in poisoned if c.verdict == "hard"]
+    hard_caught = sum(1 for c in hard_expected if verdict(found[c.id]) == "hard")
+    print()
+    print(f"overall: recall {_ratio(caught, len(poisoned)).strip()} ({caught}/{len(poisoned)}), "
+          f"hard recall {_ratio(hard_caught, len(hard_expected)).strip()} ({hard_caught}/{len(hard_expected)}), "
+          f"precision {_ratio(caught, caught + hard_fp).strip()}, "
+          f"false-positive rate {_ratio(hard_fp, len(benign)).strip()} hard, {_ratio(any_fp, len(benign)).strip()} any finding")  # fmt: skip
+
+
+def timing() -> None:
+    benign = [c for c in fixtures() if not c.poisoned]
+    definitions = [d for c in benign for listing in c.listings for d in listing.definitions]
+    hundred = Listing("bench", tuple((definitions * (100 // len(definitions) + 1))[:100]))
+    runs = []
+    for _ in range(20):
+        start = time.perf_counter()
+        result = scan([hundred])
+        runs.append(time.perf_counter() - start)
+    assert result.tools_scanned == 100
+    first = subprocess.run(
+        [sys.executable, "-c", (
+            "import sys, time; sys.path.insert(0, %r); t = time.perf_counter(); "
+            "from agentrt_proxy.scan import scan, Listing, tool_definition; "
+            "tools = tuple(tool_definition({'name': f't{i}', 'description': 'Read the complete contents of a file.'}) for i in range(100)); "
+            "scan([Listing('s', tools)]); print(f'{(time.perf_counter() - t) * 1000:.1f}')"
+        ) % str(ROOT)],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    print(f"\nscan of 100 tools: best {min(runs) * 1000:.1f} ms, median {statistics.median(runs) * 1000:.1f} ms "
+          f"(20 runs); first scan in a fresh process, import and pattern compilation included: {first.stdout.strip()} ms")  # fmt: skip
+
+
+if __name__ == "__main__":
+    per_rule()
+    timing()
