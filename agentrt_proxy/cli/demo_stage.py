@@ -171,3 +171,40 @@ def stop_everything(directory: Path) -> None:
         raise DemoFailure(f"processes the demo started are still running: {', '.join(map(str, left))}")
 
 
+def first_failure(exc: BaseException) -> DemoFailure | None:
+    """The demo's own failure, also inside an exception group (a step that failed inside a
+    connection's task group), however deep."""
+    if isinstance(exc, DemoFailure):
+        return exc
+    for inner in getattr(exc, "exceptions", ()):
+        found = first_failure(inner)
+        if found is not None:
+            return found
+    return None
+
+
+def alive(pid: int) -> bool:
+    """Running and not a zombie (the proxy reaps its server when it sees it end)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def child_with_env(parent: int, marker: str, step: str) -> int:
+    """The process id of ``parent``'s child whose environment holds ``marker`` (NAME=value)."""
+    wanted = marker.encode()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat") as f:
+                its_parent = int(f.read().rsplit(")", 1)[1].split()[1])
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                environ = f.read().split(b"\0")
+        except (OSError, ValueError, IndexError):
+            continue
+        if its_parent == parent and wanted in environ:
+            return int(entry)
+    raise DemoFailure(f"{step}: the proxy's payment server cannot be found (/proc is needed)")

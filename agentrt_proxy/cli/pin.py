@@ -88,7 +88,8 @@ async def _pin_all(
     for server in config.servers:
         manifest = await pin_server(server, connector=connector)
         manifest = pin_scan.gate(config, server, manifest, overrides, stdout)
-        allowed, review = pin_review.repin_allowed(server, manifest, config_path, stdout, ask)
+        named = frozenset(tool for tool, _rule in overrides)
+        allowed, review = pin_review.repin_allowed(server, manifest, config_path, stdout, ask, named)
         if not allowed:
             assert review is not None
             refused.append(cli_text.repin_refused(server.name))

@@ -23,7 +23,7 @@ from agentrt_proxy.errors import AgentrtError, UsageError
 from agentrt_proxy.text import escaping
 from agentrt_proxy.upstream import Connector, Manifest, OpenServers, pin_server, pinned_listing, read_manifest
 from agentrt_proxy.upstream.pins import PinnedPrompt
-from agentrt_proxy.upstream.review import ServerReview, review_server
+from agentrt_proxy.upstream.review import NEW, ServerReview, review_server
 
 __all__ = [
     "AcceptRefused",
@@ -70,15 +70,22 @@ def review_of_fresh(server: ServerConfig, old: Manifest | None, fresh: Manifest)
 
 
 def repin_allowed(
-    server: ServerConfig, fresh: Manifest, config_path: str, stdout: TextIO, ask: Ask
+    server: ServerConfig,
+    fresh: Manifest,
+    config_path: str,
+    stdout: TextIO,
+    ask: Ask,
+    named: frozenset[str] = frozenset(),
 ) -> tuple[bool, ServerReview | None]:
     """A bare ``pin``: True when the fresh pin may be written (a first pin, no change, or the
-    operator said yes on the terminal); the review when there were changes."""
+    operator said yes on the terminal); the review when there were changes. ``named``: tools the
+    operator named on the command line (``-override TOOL:RULE``), so a tool the scan refused
+    before and that is new to the manifest now is taken as asked, not asked about again."""
     old = existing_manifest(server)
     if old is None or old.server != server.name:
         return True, None
     review = review_of_fresh(server, old, fresh)
-    if not review.items:
+    if all(item.kind == "tool" and item.status == NEW and item.name in named for item in review.items):
         return True, None
     for line in review_lines(review, config_path):
         stdout.write(line + "\n")
