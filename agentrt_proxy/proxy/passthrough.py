@@ -20,6 +20,7 @@ from agentrt_proxy.canonical.clock import Clock
 from agentrt_proxy.canonical.durations import format_time
 from agentrt_proxy.config import Config
 from agentrt_proxy.mcp import JsonRpcError
+from agentrt_proxy.proxy.guarded import UntrustedSource
 from agentrt_proxy.proxy.host_link import HostLink
 from agentrt_proxy.store import PROMPT_GET, RESOURCE_READ, PassthroughRead, Store, StoreError, record_passthrough
 from agentrt_proxy.text import model_text, operator_text
@@ -74,8 +75,12 @@ class PassthroughHandler:
         clock: Clock,
         host: HostLink,
         write_stderr: Callable[[str], Any],
+        untrusted: UntrustedSource | None = None,
     ) -> None:
         self.config = config
+        # A resource read or prompt from an untrusted server is untrusted content in the host's
+        # context as much as a tool's result: it taints this process for clean-context tools.
+        self.untrusted = untrusted
         self.store = store
         self.clock = clock
         self.host = host
@@ -116,12 +121,14 @@ class PassthroughHandler:
         read = PassthroughRead(event, answer.server, answer.target, answer.size, error, host_name)
         at = format_time(self.clock.now_ns())
         try:
-            await anyio.to_thread.run_sync(record_passthrough, self.store, self.config.session, read, at)
+            run_id = await anyio.to_thread.run_sync(record_passthrough, self.store, self.config.session, read, at)
         except StoreError as err:
             self._write_stderr(operator_text.operator_line(f"{read.goal}: not recorded: {err}"))
             raise JsonRpcError(-32603, model_text.PASSTHROUGH_NOT_RECORDED) from None
         if answer.error is not None:
             raise answer.error
+        if self.untrusted is not None:
+            self.untrusted.returned(answer.server, read.goal, run_id)
         return answer.result
 
     # ------------------------------------------------------------ the servers' notes

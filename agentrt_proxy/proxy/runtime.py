@@ -96,7 +96,9 @@ class Runtime:
         from agentrt_proxy.proxy.passthrough import PassthroughHandler
 
         # Resources, prompts and completion of the servers that opted in (proxy/passthrough).
-        self.passthrough = PassthroughHandler(config, self._connection_of, store, clock, host, write_stderr)
+        self.passthrough = PassthroughHandler(
+            config, self._connection_of, store, clock, host, write_stderr, untrusted
+        )
         self.listed = self.host_tools()  # what tools/list answers; renewed by offered_changed
 
     def _connection_of(self, server: str) -> Any:

@@ -182,3 +182,30 @@ async def test_the_capabilities_follow_the_opt_in_and_without_it_nothing_passes(
             await h.client.list_resources()
         assert refused.value.error.code == -32601
     assert "resources/list" not in requests(plain)
+
+
+CLEAN_TOOL = {
+    "test_simple_text": {
+        "side_effect": "remote_mutation", "timeout": "10s", "outcome": "allow", "requires_clean_context": True,
+    },
+}  # fmt: skip
+
+
+async def test_a_resource_read_from_an_untrusted_server_makes_a_clean_context_tool_wait_for_an_operator(
+    tmp_path: Path,
+) -> None:
+    clean = tmp_path / "clean"
+    clean.mkdir()
+    async with proxy_harness(clean, rules=CLEAN_TOOL, server_extra=server(clean)) as h:
+        ran = await h.client.call_tool("docs_test_simple_text", {})
+        assert not ran.is_error and h.pending() == []  # no untrusted content yet: it runs on allow
+    tainted = tmp_path / "tainted"
+    tainted.mkdir()
+    async with proxy_harness(tainted, rules=CLEAN_TOOL, server_extra=server(tainted)) as h:
+        await h.client.read_resource("test://static-text")
+        waits = await h.client.call_tool("docs_test_simple_text", {})
+        assert waits.content[0].text.startswith("PENDING_APPROVAL"), waits  # type: ignore[union-attr]
+        (approval,) = h.pending()
+        assert approval.kind == "clean_context"
+        assert '"resources/read docs test://static-text"' in approval.presentation_json
+    assert requests(tainted).count("tools/call") == 0  # nothing ran before the operator decides
