@@ -81,7 +81,10 @@ async def balance_answers(host: Any, seconds: float = 15) -> None:
     """Wait until a read reaches the server again (it may be starting again after the fault)."""
     with anyio.fail_after(seconds):
         while True:
-            result = await host.call("bank_balance", {"account": "a-1"})
+            try:
+                result = await host.call("bank_balance", {"account": "a-1"})
+            except Exception as err:  # the proxy could not start, say: its log says why, so show it
+                raise AssertionError(f"{err}; the proxy's stderr:\n{host.stderr}") from err
             if not is_error(result):
                 assert text_of(result) == "account a-1 holds 120.00 EUR"
                 return
