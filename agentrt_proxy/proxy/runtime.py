@@ -223,7 +223,10 @@ async def open_runtime(
 
     def import_heavy() -> None:
         # The gate, the rules and the status tool (and through them jsonschema), imported here in a
-        # worker thread while the upstreams connect.
+        # worker thread while the upstreams connect; jsonschema first, one thread at a time.
+        from agentrt_proxy.upstream.checks import load_jsonschema
+
+        load_jsonschema()
         from agentrt_proxy import gate  # noqa: F401
         from agentrt_proxy.proxy import calls, status  # noqa: F401
 

@@ -13,6 +13,7 @@ on (decision 0009).
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -180,10 +181,27 @@ def restrict(schema: dict[str, Any], hidden: Sequence[str]) -> dict[str, Any]:
     return restricted
 
 
+_IMPORTING_JSONSCHEMA = threading.Lock()
+
+
+def load_jsonschema() -> None:
+    """Import jsonschema (and the validators built on it) in one thread at a time. Serving
+    imports it from two worker threads at once (this check while the upstreams load, and the
+    gate's import in ``proxy.runtime.open_runtime``); two threads meeting inside its import
+    cycle make Python refuse one of them ("deadlock detected by _ModuleLock"), and the proxy
+    could not start. Once imported, this costs a lock and a dictionary lookup."""
+    with _IMPORTING_JSONSCHEMA:
+        import jsonschema.exceptions  # noqa: F401
+        import referencing.exceptions  # noqa: F401
+
+        from agentrt_proxy.upstream import validation  # noqa: F401
+
+
 def _accept(name: str, side_effect: str, timeout: int, restricted_text: str, schema: Any) -> Any:
     """The runtime's own acceptance of the tool spec (spec §1.11 check 13)."""
     # Imported here, not at the top: jsonschema costs ~60 ms, and serving spawns the
     # upstreams before it is loaded (proxy.runtime.open_runtime); only this check needs it.
+    load_jsonschema()
     import jsonschema.exceptions
     import referencing.exceptions
 
