@@ -76,8 +76,11 @@ def stub(directory: Path, name: str) -> Path:
     script = bin_dir / name
     script.write_text(
         "#!/bin/sh\n"
-        f'printf "%s|" "$@" >> "{log}"\n'
-        f'printf "id=%s run=%s tool=%s\\n" "$AGENTRT_APPROVAL_ID" "$AGENTRT_RUN_ID" "$AGENTRT_TOOL" >> "{log}"\n'
+        # One write per call: watch starts its children without waiting, and two printfs
+        # from two children at once would interleave into lines that belong to neither.
+        'args=""\n'
+        'for a in "$@"; do args="$args$a|"; done\n'
+        f'printf "%sid=%s run=%s tool=%s\\n" "$args" "$AGENTRT_APPROVAL_ID" "$AGENTRT_RUN_ID" "$AGENTRT_TOOL" >> "{log}"\n'
     )
     script.chmod(0o755)
     return log
