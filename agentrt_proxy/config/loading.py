@@ -41,9 +41,11 @@ from agentrt_proxy.config.model import (
     MIN_LEASE_TTL,
     MIN_MAX_MESSAGE_BYTES,
     MIN_MAX_RESULT_BYTES,
+    MIN_TASK_TTL,
     OUTCOMES,
     SESSION_PATTERN,
     SIDE_EFFECTS,
+    TASK_TTL_AFTER_APPROVAL,
     TOOL_NAME_PATTERN,
     Config,
     ConfigError,
@@ -180,6 +182,7 @@ def _build(tree: Any, path: Path, errors: _Errors, environ: Mapping[str, str] | 
     max_message_value = top.get("max_message_bytes")
     max_result_bytes_value = top.get("max_result_bytes")
     budgets_value = top.get("budgets")
+    task_ttl = top.duration("task_ttl")
     top.finish()
 
     if not database:
@@ -195,6 +198,8 @@ def _build(tree: Any, path: Path, errors: _Errors, environ: Mapping[str, str] | 
     max_result_bytes = _max_result_bytes(max_result_bytes_value, errors)
     if lease_ttl is not None and lease_ttl < MIN_LEASE_TTL:
         errors.fail(f"lease_ttl {format_go(lease_ttl)} is shorter than 3s")
+    if task_ttl is not None and task_ttl < MIN_TASK_TTL:
+        errors.fail(f"task_ttl {format_go(task_ttl)} is shorter than 1s")
     if status_tool is not None and not TOOL_NAME_PATTERN.fullmatch(status_tool):
         errors.fail(f"status_tool {go_quote(status_tool)} does not match ^[a-zA-Z0-9_-]{{1,64}}$")
 
@@ -217,6 +222,8 @@ def _build(tree: Any, path: Path, errors: _Errors, environ: Mapping[str, str] | 
         max_message_bytes=max_message_bytes,
         max_result_bytes=max_result_bytes,
         budgets=budgets,
+        task_ttl=((DEFAULT_TTL if approval_ttl is None else approval_ttl) + TASK_TTL_AFTER_APPROVAL
+                  if task_ttl is None else task_ttl),
     )
 
 

@@ -32,6 +32,11 @@ DEFAULT_REPEAT_WINDOW = 10 * MINUTE
 DEFAULT_MAX_PENDING = 5
 DEFAULT_TTL = 24 * HOUR
 DEFAULT_LEASE_TTL = 30 * SECOND
+# A task (docs/decisions/0020) lives from its creation for the approval's own window plus a day:
+# an operator may decide at the last moment of approval_ttl, and the host then still has a day to
+# fetch the result (a laptop asleep overnight), after which the result is dropped.
+TASK_TTL_AFTER_APPROVAL = 24 * HOUR
+MIN_TASK_TTL = SECOND  # short ones are for trying expiry out; a real one outlives approval_ttl
 MIN_LEASE_TTL = 3 * SECOND
 DEFAULT_CONNECT_TIMEOUT = 30 * SECOND
 DEFAULT_STATUS_TOOL = "gate_status"
@@ -151,6 +156,7 @@ class Config:
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES
     budgets: tuple[Budget, ...] = ()
+    task_ttl: int = DEFAULT_TTL + TASK_TTL_AFTER_APPROVAL
 
     def policy_id(self) -> str:
         """``agentrt-proxy/sha256:`` + hex SHA-256 of exactly what the policy decides from."""

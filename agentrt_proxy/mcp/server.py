@@ -23,7 +23,7 @@ import anyio
 import anyio.abc
 
 from agentrt_proxy.errors import AgentrtError
-from agentrt_proxy.mcp import jsonrpc, modern
+from agentrt_proxy.mcp import jsonrpc, modern, tasks_wire
 from agentrt_proxy.mcp.bounded_lines import BoundedLines, Oversized
 from agentrt_proxy.mcp.jsonrpc import (
     INTERNAL_ERROR,
@@ -88,6 +88,8 @@ class CallContext:
     meta: dict[str, Any]
     protocol_version: str
     cancelled: anyio.Event = field(default_factory=anyio.Event)
+    # 2025-11-25: the ``params.task`` the host asked the call to run as (None: a plain call).
+    task: dict[str, Any] | None = None
     _session: ServerSession | None = None
     _done: bool = False
 
@@ -109,7 +111,10 @@ class CallContext:
 
 
 class ToolHandler(Protocol):
-    """What the application serves. It may also offer ``methods`` (a collection of method
+    """What the application serves. It may also serve tasks (``serves_tasks`` true, with
+    ``async task_request(era, method, params) -> result`` for ``tasks/*`` and
+    ``listen_tasks(ids, send) / unlisten_tasks(send)`` for the extension's notifications), and
+    offer ``methods`` (a collection of method
     names), ``async handle(method, params) -> result`` answering them (raise ``JsonRpcError``
     to answer an error), and ``capabilities() -> dict`` (or awaitable) merged into the
     ``initialize`` result's capabilities."""
@@ -344,7 +349,13 @@ class ServerSession:
                 tools = self._handler.list_tools()
                 if inspect.isawaitable(tools):  # the application may still be connecting upstreams
                     tools = await tools
+                if self._tasks_2025():
+                    tools = tasks_wire.with_task_support(tools)
                 return jsonrpc.result(req.id, {"tools": tools})
+            if req.method in tasks_wire.METHODS_2025 and self._tasks_2025():
+                params = req.params or {}
+                return jsonrpc.result(req.id, await self._handler.task_request(  # type: ignore[attr-defined]
+                    tasks_wire.TASKS_VERSION_2025, req.method, params))
             if req.method == "tools/call":
                 called = await self._call(req, self.protocol_version or LATEST_PROTOCOL_VERSION)
                 return None if called is None else jsonrpc.result(req.id, called)
@@ -384,6 +395,17 @@ class ServerSession:
             result = await self._call(req, envelope.version)
             if result is None:
                 return None
+        elif req.method in tasks_wire.METHODS_EXTENSION and self._serves_tasks():
+            refusal = modern.missing_capability(envelope, tasks_wire.TASKS_EXTENSION)
+            if refusal is not None:
+                raise _rejected(refusal)
+            result = await self._handler.task_request(  # type: ignore[attr-defined]
+                tasks_wire.TASKS_EXTENSION, req.method, req.params or {})
+        elif req.method == tasks_wire.LISTEN_METHOD and self._serves_tasks():
+            listened = await self._listen(req, envelope)
+            if listened is None:
+                return None
+            result = listened
         elif (
             extra is not None
             and req.method not in modern.REMOVED_METHODS
@@ -394,11 +416,23 @@ class ServerSession:
             raise JsonRpcError(METHOD_NOT_FOUND, jsonrpc.error_message(METHOD_NOT_FOUND), req.method)
         return jsonrpc.result(req.id, modern.shape_result(req.method, result or {}, self._server_info))
 
-    async def _capabilities(self, *, modern_era: bool = False) -> dict[str, Any]:
+    def _serves_tasks(self) -> bool:
+        return bool(getattr(self._handler, "serves_tasks", False))
+
+    def _tasks_2025(self) -> bool:
+        """Whether this handshake session speaks 2025-11-25's tasks (the one revision that has them)."""
+        return self.protocol_version == tasks_wire.TASKS_VERSION_2025 and self._serves_tasks()
+
+    async def _capabilities(self, *, modern_era: bool = False, version: str | None = None) -> dict[str, Any]:
         # The handshake era is told when the offered tools change (a server's tool no longer
         # matching its pin); a session of the modern revision gets no unsolicited notifications,
         # its lists carry ttlMs instead.
         capabilities: dict[str, Any] = {"tools": {"listChanged": not modern_era}, "logging": {}}
+        if self._serves_tasks():
+            if modern_era:
+                capabilities["extensions"] = {tasks_wire.TASKS_EXTENSION: {}}
+            elif version == tasks_wire.TASKS_VERSION_2025:
+                capabilities["tasks"] = dict(tasks_wire.CAPABILITIES_2025)
         offered = getattr(self._handler, "capabilities", None)  # what the application adds (resources…)
         if offered is not None:
             more = offered()
@@ -408,7 +442,7 @@ class ServerSession:
     async def _initialize(self, req: Request) -> dict[str, Any]:
         params = req.params or {}
         version = negotiate_version(params.get("protocolVersion"))
-        capabilities = await self._capabilities()
+        capabilities = await self._capabilities(version=version)
         self.protocol_version = version
         result: dict[str, Any] = {
             "protocolVersion": self.protocol_version,
@@ -443,11 +477,15 @@ class ServerSession:
         token = meta.get("progressToken")
         if not (isinstance(token, (str, int)) and not isinstance(token, bool)):
             token = None
+        task = params.get("task") if version == tasks_wire.TASKS_VERSION_2025 and self._tasks_2025() else None
+        if task is not None and not isinstance(task, dict):
+            raise JsonRpcError(INVALID_PARAMS, "params.task must be an object")
         ctx = CallContext(
             request_id=req.id,
             progress_token=token,
             meta=meta,
             protocol_version=version,
+            task=task,
             _session=self,
         )
         key = (type(req.id), req.id)
@@ -460,6 +498,56 @@ class ServerSession:
         if ctx.cancelled.is_set():
             return None  # the host withdrew the request: it gets no answer
         return result
+
+
+    async def _listen(self, req: Request, envelope: modern.Envelope) -> dict[str, Any] | None:
+        """``subscriptions/listen`` (2026-07-28): task status notifications for the task ids it
+        names (nothing else is offered: the tool list is fixed, decision 0016). Acknowledged
+        first; then open until the host cancels it (no answer) or the proxy stops (a closing
+        result)."""
+        params = req.params or {}
+        try:
+            task_ids = tasks_wire.listened_task_ids(params)
+        except ValueError as exc:
+            raise JsonRpcError(INVALID_PARAMS, str(exc)) from exc
+        if task_ids is not None:
+            refusal = modern.missing_capability(envelope, tasks_wire.TASKS_EXTENSION)
+            if refusal is not None:
+                raise _rejected(refusal)
+        tag = {tasks_wire.SUBSCRIPTION_ID_KEY: req.id}
+
+        async def send(method: str, notification: dict[str, Any]) -> None:
+            meta = notification.get("_meta")
+            merged = {**meta, **tag} if isinstance(meta, dict) else dict(tag)
+            await self.send(jsonrpc.notification(method, {**notification, "_meta": merged}))
+
+        handler: Any = self._handler
+        agreed = await handler.listen_tasks(task_ids, send) if task_ids else []
+        ctx = CallContext(request_id=req.id, progress_token=None, meta={}, protocol_version=envelope.version)
+        key = (type(req.id), req.id)
+        self._in_flight[key] = ctx
+        try:
+            acknowledged: dict[str, Any] = {"taskIds": agreed} if task_ids is not None else {}
+            await self.send(jsonrpc.notification(tasks_wire.LISTEN_ACKNOWLEDGED,
+                                                 {"_meta": dict(tag), "notifications": acknowledged}))
+            async with anyio.create_task_group() as tg:
+
+                async def until(event: anyio.Event) -> None:
+                    await event.wait()
+                    tg.cancel_scope.cancel()
+
+                tg.start_soon(until, ctx.cancelled)
+                tg.start_soon(until, self.input_closed)
+                closing = getattr(handler, "stopping", None)
+                if isinstance(closing, anyio.Event):
+                    tg.start_soon(until, closing)
+        finally:
+            if task_ids:
+                handler.unlisten_tasks(send)
+            self._in_flight.pop(key, None)
+        if ctx.cancelled.is_set():
+            return None
+        return {"_meta": dict(tag)}
 
 
 def _rejected(rejection: modern.Rejection) -> JsonRpcError:

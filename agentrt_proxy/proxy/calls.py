@@ -14,6 +14,7 @@ process (docs/decisions/0003); executing and holding happen outside it.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -43,7 +44,7 @@ from agentrt_proxy.proxy.progress import ProgressRelay
 from agentrt_proxy.proxy.reading import CallReader
 from agentrt_proxy.proxy.settling import Settling
 from agentrt_proxy.proxy.view import CallView, ReadApprovals, ReadRows, ReadRun, ReadSteps
-from agentrt_proxy.store import StoreError, WouldBlock, new_run_id
+from agentrt_proxy.store import Approval, StoreError, WouldBlock, new_run_id
 from agentrt_proxy.text import model_text
 from agentrt_proxy.upstream import LoadedTool
 
@@ -53,6 +54,7 @@ WOULD_BLOCK = object()  # _decide_inline: decide again in a worker thread
 # took 12 s), and the loop must stay free to renew the leases of the calls executing meanwhile.
 INLINE_ARGUMENTS_BYTES = 64 * 1024
 _READS = (ReadRows, ReadRun, ReadSteps, ReadApprovals)
+WhenPending = Callable[[Approval], Awaitable[dict[str, Any] | None]]
 _EFFECTS = (Collect, TakeOver, Expire)
 
 
@@ -80,13 +82,19 @@ class CallRules:
 
     # ================================================================= one tools/call
 
-    async def handle(self, tool: LoadedTool, arguments_text: str | None, ctx: CallContext) -> dict[str, Any]:
+    async def handle(
+        self, tool: LoadedTool, arguments_text: str | None, ctx: CallContext, when_pending: WhenPending | None = None
+    ) -> dict[str, Any]:
+        """The call's answer. ``when_pending``: what a request still waiting on an approval after
+        the hold comes to instead of PENDING_APPROVAL (a task, proxy/tasks.py): its answer, or
+        None once the approval was decided, to decide again."""
         # One relay per call: the hold's progress and the server's reach the host under its token.
         progress = ProgressRelay(ctx)
-        return await progress.around(lambda: self._handle(tool, arguments_text, ctx, progress))
+        return await progress.around(lambda: self._handle(tool, arguments_text, ctx, progress, when_pending))
 
     async def _handle(
-        self, tool: LoadedTool, arguments_text: str | None, ctx: CallContext, progress: ProgressRelay
+        self, tool: LoadedTool, arguments_text: str | None, ctx: CallContext, progress: ProgressRelay,
+        when_pending: WhenPending | None,
     ) -> dict[str, Any]:
         small = arguments_text is None or len(arguments_text) <= INLINE_ARGUMENTS_BYTES
         if small:
@@ -108,6 +116,11 @@ class CallRules:
                     held = True
                     if await self.hold.wait(applied.approval, ctx, progress):
                         continue
+                if when_pending is not None:
+                    instead = await when_pending(applied.approval)
+                    if instead is None:
+                        continue  # decided meanwhile: decide again
+                    return instead
                 return answers.prose(verdict_text.pending_text(applied.approval))
             # Retry: the call lost a race; read again.
         return answers.prose(model_text.in_progress())

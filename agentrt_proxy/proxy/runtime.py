@@ -23,7 +23,9 @@ import anyio
 
 from agentrt_proxy.config import READ_ONLY, Config, ConfigError, check_database_file
 from agentrt_proxy.mcp import CallContext, JsonRpcError, RawJSON
+from agentrt_proxy.mcp.modern import MODERN_VERSION
 from agentrt_proxy.mcp.spawn import kill_unadopted
+from agentrt_proxy.mcp.tasks_wire import declares_extension
 from agentrt_proxy.proxy import answers
 from agentrt_proxy.proxy.host_link import HostLink
 from agentrt_proxy.store import Store, StoreError
@@ -100,6 +102,14 @@ class Runtime:
             config, self._connection_of, store, clock, host, write_stderr, untrusted
         )
         self.listed = self.host_tools()  # what tools/list answers; renewed by offered_changed
+        from agentrt_proxy.proxy.tasks import TaskBook
+
+        # Calls answered as MCP tasks (docs/decisions/0020); driven by ``tasks.run``, started by
+        # the session once the runtime is open.
+        self.tasks = TaskBook(
+            store, self.tools, self._call_tool, session=config.session, wall=self.gate.wall, clock=clock,
+            ttl_ns=config.task_ttl, lease_ns=config.lease_ttl, shutting_down=shutting_down, host=host,
+        )
 
     def _connection_of(self, server: str) -> Any:
         """The server's live wire connection, or None (a held connection wraps the wire's)."""
@@ -158,12 +168,27 @@ class Runtime:
 
     async def call(self, name: str, arguments_text: str | None, ctx: CallContext) -> dict[str, Any]:
         if name == self.config.status_tool:
+            if ctx.task is not None:
+                return await self.tasks.create_2025(
+                    None, arguments_text, lambda: anyio.to_thread.run_sync(self._status, arguments_text))
             return await anyio.to_thread.run_sync(self._status, arguments_text)
         tool = self.tools.get(name)
         if tool is None:
             raise JsonRpcError(-32602, f"unknown tool: {name}")
-        result = await self.rules.handle(tool, arguments_text, ctx)
-        return answers.for_output_schema(result) if tool.output_schema is not None else result
+        if ctx.task is not None:  # 2025-11-25: the host asked for a task
+            return await self.tasks.create_2025(tool, arguments_text)
+        when_pending = None
+        if ctx.protocol_version == MODERN_VERSION and declares_extension(ctx.meta):
+            when_pending = self.tasks.when_pending_extension(tool, arguments_text)
+        return await self._call_tool(tool, arguments_text, ctx, when_pending)
+
+    async def _call_tool(self, tool: Any, arguments_text: str | None, ctx: CallContext,
+                         when_pending: Any = None) -> dict[str, Any]:
+        """A call through the rules; ``when_pending`` as ``CallRules.handle`` takes it."""
+        result = await self.rules.handle(tool, arguments_text, ctx, when_pending)
+        if tool.output_schema is None or result.get("resultType") == "task":
+            return result
+        return answers.for_output_schema(result)
 
     def _status(self, arguments_text: str | None) -> dict[str, Any]:
         from agentrt_proxy.proxy.status import StatusArgumentsError, parse_arguments, parse_tool  # by open_runtime

@@ -118,6 +118,36 @@ class Proxy:
         await self._wait_ready()
         return await self.runtime.passthrough.handle(method, params)
 
+    # ---------------------------------------------- calls answered as tasks (proxy/tasks)
+
+    serves_tasks = True
+
+    @property
+    def stopping(self) -> anyio.Event:
+        """Set when the proxy stops: a ``subscriptions/listen`` stream then closes."""
+        return self.shutting_down
+
+    async def task_request(self, era: str, method: str, params: dict[str, Any]) -> Any:
+        await self._wait_ready()
+        return await self.runtime.tasks.request(era, method, params)
+
+    async def listen_tasks(
+        self, task_ids: list[str], send: Callable[[str, dict[str, Any]], Awaitable[None]]
+    ) -> list[str]:
+        await self._wait_ready()
+        agreed: list[str] = self.runtime.tasks.listen(task_ids, send)
+        return agreed
+
+    def unlisten_tasks(self, send: Callable[[str, dict[str, Any]], Awaitable[None]]) -> None:
+        if self.runtime is not None:
+            self.runtime.tasks.unlisten(send)
+
+    async def drive_tasks(self) -> None:
+        """The task owner's loop, for as long as the proxy serves (once it opened)."""
+        await self.ready.wait()
+        if self.failed is None:
+            await self.runtime.tasks.run()
+
     # ---------------------------------------------------------------- shutdown
 
     async def drain(self) -> None:
@@ -145,6 +175,7 @@ async def run_session(proxy: Proxy, session: ServerSession, *, handle_signals: b
     proxy.host.bind(session)
     async with anyio.create_task_group() as tg:
         tg.start_soon(proxy.open)
+        tg.start_soon(proxy.drive_tasks)
 
         async def on_signal() -> None:
             with anyio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:

@@ -65,10 +65,15 @@ from agentrt_proxy.store.states import (
     RUNNING,
     STEP_FAILED,
     STEP_INTERRUPTED,
+    TASK_CANCELLED,
+    TASK_COMPLETED,
+    TASK_FAILED,
+    TASK_WORKING,
     TERMINAL,
     WAITING,
 )
 from agentrt_proxy.store.store import Store
+from agentrt_proxy.store.tasks import ERA_2025, ERA_EXTENSION, TaskRow
 from agentrt_proxy.store.tx import Tx
 from agentrt_proxy.text.record_text import MSG_RUN_STATE
 
@@ -81,6 +86,8 @@ __all__ = [
     "DECIDING",
     "DEFAULT_LEASE_TTL_NS",
     "DONE",
+    "ERA_2025",
+    "ERA_EXTENSION",
     "EXECUTING",
     "EXPIRED",
     "FAILED",
@@ -101,6 +108,10 @@ __all__ = [
     "RUN_INTERRUPTED",
     "STEP_FAILED",
     "STEP_INTERRUPTED",
+    "TASK_CANCELLED",
+    "TASK_COMPLETED",
+    "TASK_FAILED",
+    "TASK_WORKING",
     "TERMINAL",
     "WAITING",
     "Approval",
@@ -135,6 +146,7 @@ __all__ = [
     "StoreReadOnly",
     "StoreUnavailable",
     "SymlinkRefused",
+    "TaskRow",
     "Tx",
     "UnsafeSchema",
     "VerifyReport",

@@ -19,9 +19,7 @@ from agentrt_proxy.store.states import (
     HOLD_RELEASED,
     HOLD_RESERVED,
     NEW,
-    born_illegal,
-    illegal_move,
-    transition_error,
+    check_move,
 )
 from agentrt_proxy.store.transactions import Database
 from agentrt_proxy.store.tx import Tx
@@ -43,11 +41,7 @@ _COLS = "budget, currency, run_id, amount, at, state"
 
 
 def _check(run_id: str, expect: str, new: str) -> None:
-    move: tuple[str | int, str | int] | None = (NEW, new) if expect == NEW and born_illegal(HOLD, new) else None
-    if expect != NEW:
-        move = illegal_move(HOLD, (expect,), new)
-    if move is not None:
-        raise transition_error(run_id, "budget hold", move)
+    check_move(HOLD, run_id, "budget hold", expect, new)
 
 
 def reserve(tx: Tx, session: str, run_id: str, entries: Iterable[tuple[str, str, str]], at: int) -> None:

@@ -188,6 +188,38 @@ CREATE TABLE budget_holds (
 CREATE INDEX budget_holds_window ON budget_holds(session, budget, at);
 """
 
+# Calls answered as MCP tasks (docs/decisions/0020): one row per task, committed before the host
+# is told its id. ``id`` is unguessable (128 random bits) and is not the run id; ``arguments`` is
+# the recorded request's arguments text exactly as the host sent it (NULL: none), so whichever
+# proxy owns the task can put the same request through the gate again. ``run_id`` and
+# ``approval_id`` are bound once the gate names them. ``result`` is the answer's JSON text (a
+# CallToolResult, or a JSON-RPC error for ``failed``); emptied when the task expires. Times are
+# the wall clock's Unix ns; ``owner`` drives it while ``lease_until`` is ahead.
+_PROXY_MIGRATION_4 = """
+CREATE TABLE proxy_tasks (
+    id TEXT PRIMARY KEY,
+    session TEXT NOT NULL,
+    era TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    request_key TEXT NOT NULL,
+    arguments TEXT,
+    run_id TEXT NOT NULL DEFAULT '',
+    approval_id TEXT NOT NULL DEFAULT '',
+    status TEXT NOT NULL,
+    status_message TEXT NOT NULL DEFAULT '',
+    result TEXT NOT NULL DEFAULT '',
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    ttl_ms INTEGER NOT NULL,
+    owner TEXT NOT NULL DEFAULT '',
+    lease_until INTEGER NOT NULL DEFAULT 0,
+    expired INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX proxy_tasks_session ON proxy_tasks(session, status, created_at);
+CREATE INDEX proxy_tasks_run ON proxy_tasks(run_id);
+CREATE INDEX proxy_tasks_approval ON proxy_tasks(approval_id)
+"""
+
 # Not a migration: a small partial index so "which other requests to this tool are
 # unresolved" reads only unresolved rows instead of the session's whole history. Being
 # outside the numbered migrations, a file the Go proxy migrated gains it on our next
@@ -197,7 +229,9 @@ CREATE INDEX IF NOT EXISTS proxy_calls_unresolved
     ON proxy_calls(session, tool, id) WHERE outcome IN (0, 3);
 """
 
-PROXY_VERSION = 3
+PROXY_VERSION = 4
+_PROXY_MIGRATIONS = ((1, _PROXY_MIGRATION_1), (2, _PROXY_MIGRATION_2), (3, _PROXY_MIGRATION_3), (4, _PROXY_MIGRATION_4))
+assert len(_PROXY_MIGRATIONS) == PROXY_VERSION
 
 
 def _backfill_chain(conn: sqlite3.Connection) -> None:
@@ -300,7 +334,7 @@ def migrate(conn: sqlite3.Connection, now_text: str, now_unix_ns: int, lease_exp
             "(version INTEGER PRIMARY KEY, applied_at INTEGER NOT NULL)"
         )
         phave = proxy_version(conn)
-        for version, script in ((1, _PROXY_MIGRATION_1), (2, _PROXY_MIGRATION_2), (3, _PROXY_MIGRATION_3))[phave:]:
+        for version, script in _PROXY_MIGRATIONS[phave:]:
             _exec_script(conn, script)
             conn.execute(
                 "INSERT INTO proxy_schema_migrations(version, applied_at) VALUES (?, ?)", (version, now_unix_ns)

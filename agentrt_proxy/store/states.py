@@ -24,6 +24,7 @@ from agentrt_proxy.text.operator_text import ERR_ILLEGAL_MOVE
 # what holds a state
 RUN, STEP, APPROVAL, CALL = "run", "step", "approval", "call"
 HOLD = "hold"  # a budget reservation (budget_holds.state)
+TASK = "task"  # a call answered as an MCP task (proxy_tasks.status; docs/decisions/0020)
 
 NEW = "(new)"  # no row yet: the move is the row's insertion
 
@@ -62,6 +63,14 @@ OUTCOME_UNKNOWN = 3  # the tool may have taken effect: cut off, timed out, no an
 HOLD_RESERVED = "reserved"
 HOLD_SPENT = "spent"
 HOLD_RELEASED = "released"
+
+# proxy_tasks.status: the MCP task statuses the proxy uses (never input_required: an operator,
+# not the host, gives what an approval needs)
+TASK_WORKING = "working"
+TASK_COMPLETED = "completed"
+TASK_FAILED = "failed"
+TASK_CANCELLED = "cancelled"
+TASK_TERMINAL = (TASK_COMPLETED, TASK_FAILED, TASK_CANCELLED)
 
 # ----------------------------------------------------------------------------- the moves
 
@@ -107,6 +116,11 @@ MOVES: tuple[tuple[str, str | int, str | int, str], ...] = (
     (HOLD, NEW, HOLD_RESERVED, "a call allowed under a budget, in the transaction that claims it"),
     (HOLD, HOLD_RESERVED, HOLD_SPENT, "the call's result is recorded"),
     (HOLD, HOLD_RESERVED, HOLD_RELEASED, "a known failure (the server's error, not sent); a rejection"),
+    (TASK, NEW, TASK_WORKING, "a call answered as a task: committed before the host hears of it"),
+    (TASK, TASK_WORKING, TASK_WORKING, "bound to its run and approval; its owner's lease renewed or taken over"),
+    (TASK, TASK_WORKING, TASK_COMPLETED, "the call's answer is recorded (any answer: a result, REJECTED, ...)"),
+    (TASK, TASK_WORKING, TASK_FAILED, "the call ended in a JSON-RPC error; 2025-11-25: a result with isError"),
+    (TASK, TASK_WORKING, TASK_CANCELLED, "tasks/cancel, or its time to live passed, before an approval was granted"),
 )
 
 # A state with nowhere to go is still a state (a write may keep it).
@@ -115,6 +129,7 @@ _ENDS: tuple[tuple[str, str | int], ...] = (
     (STEP, DONE), (STEP, STEP_FAILED),
     (APPROVAL, REJECTED), (APPROVAL, EXPIRED),
     (HOLD, HOLD_SPENT), (HOLD, HOLD_RELEASED),
+    (TASK, TASK_COMPLETED), (TASK, TASK_FAILED), (TASK, TASK_CANCELLED),
 )
 
 
@@ -160,3 +175,14 @@ def transition_error(run_id: str, subject: str, move: tuple[str | int, str | int
     """The bug an illegal ``move`` of ``subject`` ("run", "step <id>", …) in ``run_id`` is."""
     return IllegalTransition(ERR_ILLEGAL_MOVE.format(run_id=run_id, what=subject, from_state=move[0],
                                                      to_state=move[1]))
+
+
+def check_move(what: str, run_id: str, subject: str, expect: str | int, new: str | int) -> None:
+    """Raise the bug a write of ``subject`` from ``expect`` (``NEW``: its insertion) to ``new``
+    would be, before its SQL runs; nothing when the table allows the move."""
+    if expect == NEW:
+        move: tuple[str | int, str | int] | None = (NEW, new) if born_illegal(what, new) else None
+    else:
+        move = illegal_move(what, (expect,), new)
+    if move is not None:
+        raise transition_error(run_id, subject, move)

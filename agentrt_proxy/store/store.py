@@ -51,6 +51,7 @@ from agentrt_proxy.store.schema import (
 )
 from agentrt_proxy.store.sqlite_errors import map_sqlite_errors, mapped
 from agentrt_proxy.store.state_check import check_state
+from agentrt_proxy.store.tasks import Tasks
 from agentrt_proxy.store.transactions import Database
 from agentrt_proxy.store.tx import Tx
 from agentrt_proxy.text.record_text import MSG_APPROVAL_NOT_FOUND, MSG_MISSING
@@ -89,6 +90,7 @@ class Store:
         self._leases = LeaseConnection(lambda: _connect(self.path, readonly=False))
         self.index = CallIndex(self._db)
         self.holds = Holds(self._db)
+        self.tasks = Tasks(self._db)
 
     # opening ------------------------------------------------------------------------
     @classmethod

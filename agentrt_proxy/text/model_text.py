@@ -31,6 +31,7 @@ BLOCKED = "BLOCKED"
 UNAVAILABLE = "UNAVAILABLE"
 GATE_STATUS = "GATE_STATUS"
 OVER_BUDGET = "OVER_BUDGET"  # out of allowance, not "not permitted": docs/decisions/0017
+WITHDRAWN = "WITHDRAWN"  # a task cancelled, or past its time to live, before its approval: decision 0020
 
 # Whether each prefix is an error result (isError) for the host.
 IS_ERROR: dict[str, bool] = {
@@ -48,6 +49,7 @@ IS_ERROR: dict[str, bool] = {
     UNAVAILABLE: True,
     GATE_STATUS: False,
     OVER_BUDGET: True,
+    WITHDRAWN: True,
 }
 
 REASON_BOUND = 500
@@ -355,6 +357,47 @@ def status_not_executed(why: str) -> str:
 
 def progress_waiting() -> str:
     return "waiting for an operator's approval"
+
+
+# ---------------------------------------------------------------------------------------------
+# Calls answered as MCP tasks (proxy/tasks.py, docs/decisions/0020): a task's status message,
+# the answer of a task withdrawn before its approval, and the JSON-RPC errors of tasks/*.
+# ---------------------------------------------------------------------------------------------
+
+TASK_STARTED = "the request is going through the gate"
+
+
+def task_waiting(approval_id: str) -> str:
+    return (
+        f"waiting for an operator's approval (approval {approval_id}); nothing has been executed. The operator "
+        "decides elsewhere: once approved, the request executes once and this task completes with its result; "
+        "a rejection or an expiry completes it with REJECTED or EXPIRED. Do not call the tool again."
+    )
+
+
+TASK_DONE = "the request's answer is recorded"
+TASK_WITHDRAWN_BY_HOST = "cancelled by the host before an operator approved it; nothing was executed"
+TASK_WITHDRAWN_TTL = "its time to live passed before an operator approved it; nothing was executed"
+
+
+def withdrawn(why: str) -> str:
+    return f"{WITHDRAWN}: this request was {why}. Nothing was executed."
+
+
+TASK_NOT_FOUND = "Failed to retrieve task: Task not found"
+TASK_EXPIRED = "Failed to retrieve task: Task has expired"
+TASK_ID_REQUIRED = "params.taskId must be a non-empty string"
+TASK_BAD_CURSOR = "the cursor is not one this server gave"
+
+
+def task_cannot_cancel_terminal(status: str) -> str:
+    return f"Cannot cancel task: already in terminal status '{status}'"
+
+
+TASK_CANNOT_CANCEL_STARTED = (
+    "Cannot cancel task: no approval of it is pending (it was approved, or needed none), so its execution has "
+    "begun or is about to; its outcome will be recorded"
+)
 
 
 

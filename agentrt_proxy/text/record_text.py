@@ -87,6 +87,12 @@ SUMMARY_ABORTED = "aborted: {reason}"
 SUMMARY_DENIED_RESUME = "denied on resume: {reason}"
 SUMMARY_ABORTED_RESUME = "aborted on resume: {reason}"
 SUMMARY_REJECTED = "approval rejected: {note}"
+# A task withdrawn before its approval was decided (proxy/tasks.py): the approval is rejected
+# in the host's name, and the record says why.
+WITHDRAWN_BY_HOST = "host:tasks/cancel"
+WITHDRAWN_BY_TTL = "host:task-ttl"
+NOTE_WITHDRAWN_BY_HOST = "withdrawn: the host cancelled its task before a decision"
+NOTE_WITHDRAWN_TTL = "withdrawn: its task's time to live passed before a decision"
 SUMMARY_TOOL_ERROR = "{tool} {failure}: {error}"
 SUMMARY_INVALID_CONTENT = "{tool} returned content is not usable JSON: {reason}"
 SUMMARY_CANCELLED = "{tool} was cancelled and its outcome is unknown: {error}"

@@ -1,0 +1,155 @@
+"""MCP tasks on the wire, in both forms (docs/decisions/0020): what a task looks like to a host.
+
+- **2025-11-25** (the handshake era's experimental tasks): the host asks with ``params.task``
+  on ``tools/call``, for a tool whose ``execution.taskSupport`` allows it, and gets
+  ``{"task": Task}``; ``tasks/get``, ``tasks/result`` (blocking until the task ends),
+  ``tasks/list`` and ``tasks/cancel``; ``notifications/tasks/status``. Times ``ttl`` and
+  ``pollInterval``.
+- **2026-07-28** (the extension ``io.modelcontextprotocol/tasks``): the server decides; a host
+  that declared the extension may get ``{"resultType": "task", ...Task}``; ``tasks/get``
+  carries the result once the task completed; ``tasks/update`` and ``tasks/cancel`` answer an
+  empty result; ``notifications/tasks`` on a ``subscriptions/listen`` stream. Times ``ttlMs``
+  and ``pollIntervalMs``.
+
+Pure shaping: the application hands a ``TaskState`` and gets the dict to send.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from agentrt_proxy.canonical.durations import format_time
+from agentrt_proxy.mcp.jsonrpc import RawJSON
+from agentrt_proxy.mcp.spans import iter_members
+
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+TASKS_VERSION_2025 = "2025-11-25"  # the one handshake revision with tasks
+RELATED_TASK_KEY = "io.modelcontextprotocol/related-task"
+SUBSCRIPTION_ID_KEY = "io.modelcontextprotocol/subscriptionId"
+METHODS_2025 = frozenset({"tasks/get", "tasks/result", "tasks/list", "tasks/cancel"})
+METHODS_EXTENSION = frozenset({"tasks/get", "tasks/update", "tasks/cancel"})
+STATUS_NOTIFICATION_2025 = "notifications/tasks/status"
+STATUS_NOTIFICATION_EXTENSION = "notifications/tasks"
+LISTEN_METHOD = "subscriptions/listen"
+LISTEN_ACKNOWLEDGED = "notifications/subscriptions/acknowledged"
+TERMINAL = frozenset({"completed", "failed", "cancelled"})
+CAPABILITIES_2025: Mapping[str, Any] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
+TASK_SUPPORT = {"taskSupport": "optional"}  # every offered tool: a plain call or a task, the host's choice
+
+
+@dataclass(frozen=True)
+class TaskState:
+    """A task as the application knows it; ``result`` is the JSON text of its answer (a
+    CallToolResult, or for ``failed`` in the extension a JSON-RPC error object), else None."""
+
+    task_id: str
+    status: str
+    message: str
+    created_at_ns: int
+    updated_at_ns: int
+    ttl_ms: int
+    poll_ms: int
+    result: str | None = None
+
+
+def _common(state: TaskState) -> dict[str, Any]:
+    task: dict[str, Any] = {"taskId": state.task_id, "status": state.status}
+    if state.message:
+        task["statusMessage"] = state.message
+    task["createdAt"] = format_time(state.created_at_ns)
+    task["lastUpdatedAt"] = format_time(state.updated_at_ns)
+    return task
+
+
+# ------------------------------------------------------------------------------ 2025-11-25
+
+
+def task_2025(state: TaskState) -> dict[str, Any]:
+    """The ``Task`` of 2025-11-25 (``tasks/get``, ``tasks/list``, ``tasks/cancel``, the status
+    notification): no result in it, ``tasks/result`` gives that."""
+    task = _common(state)
+    task["ttl"] = state.ttl_ms
+    if state.status not in TERMINAL:
+        task["pollInterval"] = state.poll_ms
+    return task
+
+
+def created_2025(state: TaskState) -> dict[str, Any]:
+    """The ``CreateTaskResult`` answering a ``tools/call`` that carried ``params.task``."""
+    return {"task": task_2025(state)}
+
+
+def result_2025(text: str, task_id: str) -> RawJSON:
+    """``tasks/result``'s answer: the call's recorded result, byte for byte, its ``_meta``
+    naming the task (the one member added, or spliced into a ``_meta`` the result has)."""
+    related = f"{json.dumps(RELATED_TASK_KEY)}:{json.dumps({'taskId': task_id}, separators=(',', ':'))}"
+    for key, start, end in iter_members(text, 0):
+        if key != "_meta":
+            continue
+        inner = text[start:end].strip()
+        if not inner.startswith("{"):
+            break  # a _meta that is no object: left as it is, the task named nowhere
+        joiner = "" if inner[1:].lstrip().startswith("}") else ","
+        return RawJSON(text[:start] + "{" + related + joiner + inner[1:] + text[end:])
+    body = text.strip()[1:].lstrip()
+    joiner = "" if body.startswith("}") else ","
+    return RawJSON('{"_meta":{' + related + "}" + joiner + body)
+
+
+def with_task_support(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The tool list of a 2025-11-25 session: each tool says it may be called as a task."""
+    return [{**tool, "execution": dict(TASK_SUPPORT)} for tool in tools]
+
+
+# ------------------------------------------------------------------------------ 2026-07-28
+
+
+def task_extension(state: TaskState, *, detailed: bool = True) -> dict[str, Any]:
+    """The extension's ``DetailedTask`` (``tasks/get``, ``notifications/tasks``): a completed
+    task carries its ``result``, a failed one its ``error``."""
+    task = _common(state)
+    task["ttlMs"] = state.ttl_ms
+    if state.status not in TERMINAL:
+        task["pollIntervalMs"] = state.poll_ms
+    if detailed and state.result:
+        if state.status == "completed":
+            task["result"] = RawJSON(state.result)
+        elif state.status == "failed":
+            task["error"] = RawJSON(state.result)
+    return task
+
+
+def created_extension(state: TaskState) -> dict[str, Any]:
+    """The extension's ``CreateTaskResult``: ``resultType: "task"`` and the seed state."""
+    return {"resultType": "task", **task_extension(state, detailed=False)}
+
+
+def declares_extension(meta: Mapping[str, Any]) -> bool:
+    """Whether a modern request's ``_meta`` declares the tasks extension."""
+    capabilities = meta.get("io.modelcontextprotocol/clientCapabilities")
+    extensions = capabilities.get("extensions") if isinstance(capabilities, dict) else None
+    return isinstance(extensions, dict) and TASKS_EXTENSION in extensions
+
+
+# ---------------------------------------------------------------------------------- params
+
+
+def task_id_of(params: Mapping[str, Any]) -> str | None:
+    """``params.taskId`` when it is a non-empty string."""
+    task_id = params.get("taskId")
+    return task_id if isinstance(task_id, str) and task_id else None
+
+
+def listened_task_ids(params: Mapping[str, Any]) -> list[str] | None:
+    """``subscriptions/listen``'s ``notifications.taskIds``: None when absent, else the strings
+    (anything that is not a list of strings is refused by the caller)."""
+    notifications = params.get("notifications")
+    if not isinstance(notifications, dict) or "taskIds" not in notifications:
+        return None
+    ids = notifications["taskIds"]
+    if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
+        raise ValueError("notifications.taskIds must be an array of strings")
+    return list(ids)

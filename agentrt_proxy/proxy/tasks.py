@@ -1,0 +1,397 @@
+"""Calls answered as MCP tasks (issue 17, docs/decisions/0020): an approval the host polls for.
+
+A call that waits on an operator no longer has to end in PENDING_APPROVAL and a second call by
+the model. A host that declared the tasks extension (2026-07-28) gets a task once the hold has
+passed undecided; a 2025-11-25 host that sent ``params.task`` gets one at once. Either way the
+task is a row (``store/tasks.py``) committed before its id is returned, and the proxy that owns
+it *drives* it: it puts the recorded request through the very path a plain call takes
+(``CallRules.handle``) and, where that path would answer PENDING_APPROVAL, waits for the
+operator instead; once the approval is decided it decides again, so the approved request runs
+once, exactly as a re-call would run it, and the task ends with that answer (the tool's result,
+REJECTED, EXPIRED, DUPLICATE...). Every rule across calls therefore holds for tasks and plain
+calls alike: a task and a plain call for the same request are the same request.
+
+Ownership is a lease per task, renewed every tick while the owner lives; a proxy of the same
+session takes over a task whose lease ran out and drives it the same way (so an approved task of
+a dead proxy executes once, and one whose upstream call the crash cut off ends UNKNOWN_OUTCOME:
+the takeover rules say so, and an unknown outcome is never run again by a task).
+
+``tasks/cancel`` before an approval is granted withdraws the request: the approval is rejected
+in the host's name, the run ends, nothing executes, and a later ``approve`` is refused. After
+that it changes nothing: the request executes or has executed, and its outcome is recorded.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import contextlib
+import os
+import secrets
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any
+
+import anyio
+import anyio.abc
+
+from agentrt_proxy import canonical
+from agentrt_proxy.gate import INTERRUPTED_SIDE_EFFECT, Clock
+from agentrt_proxy.gate import approvals as gate_approvals
+from agentrt_proxy.mcp import CallContext, JsonRpcError, RawJSON, jsonrpc, tasks_wire
+from agentrt_proxy.proxy import answers, verdict_text
+from agentrt_proxy.proxy.calls import WhenPending
+from agentrt_proxy.proxy.host_link import HostLink
+from agentrt_proxy.proxy.rules import past_expiry
+from agentrt_proxy.store import (
+    APPROVAL_PENDING,
+    ERA_2025,
+    ERA_EXTENSION,
+    TASK_CANCELLED,
+    TASK_COMPLETED,
+    TASK_FAILED,
+    Approval,
+    NotPending,
+    Store,
+    StoreError,
+    TaskRow,
+)
+from agentrt_proxy.text import model_text, record_text
+from agentrt_proxy.upstream import LoadedTool
+
+TICK_SECONDS = 0.5  # how often the owner renews its leases, takes over orphans and looks for news
+POLL_INTERVAL_MS = 1000  # what a host is asked to poll at: an operator decides in seconds, not ms
+PAGE_SIZE = 50  # tasks/list
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+
+Call = Callable[[LoadedTool, "str | None", CallContext, WhenPending], Awaitable[dict[str, Any]]]
+Send = Callable[[str, dict[str, Any]], Awaitable[None]]
+
+
+class _Ended(Exception):
+    """The task ended while its driver waited (cancelled, expired), or the driver must stop."""
+
+
+def _state(row: TaskRow) -> tasks_wire.TaskState:
+    return tasks_wire.TaskState(row.id, row.status, row.status_message, row.created_at, row.updated_at, row.ttl_ms,
+                                POLL_INTERVAL_MS, row.result or None)
+
+
+def _encoded(result: Mapping[str, Any]) -> str:
+    return jsonrpc.encode(result).decode("utf-8")
+
+
+def _error_object(err: JsonRpcError) -> dict[str, Any]:
+    error: dict[str, Any] = {"code": err.code, "message": err.message}
+    if err.data is not None:
+        error["data"] = err.data
+    return error
+
+
+class TaskBook:
+    """This proxy's tasks: creating them, driving the ones it owns, answering ``tasks/*``."""
+
+    def __init__(self, store: Store, tools: Mapping[str, LoadedTool], call: Call, *, session: str, wall: Clock,
+                 clock: Clock, ttl_ns: int, lease_ns: int, shutting_down: anyio.Event, host: HostLink,
+                 tick: float = TICK_SECONDS) -> None:
+        self.store = store
+        self.tools = tools
+        self._call = call
+        self.session = session
+        self.wall = wall  # task times and leases: the wall clock, like the runs' leases
+        self.clock = clock  # an approval's expiry: the proxy's clock, as the rules judge it
+        self.ttl_ms = max(1, ttl_ns // 1_000_000)
+        self.lease_ns = lease_ns
+        self.shutting_down = shutting_down
+        self.host = host
+        self.tick = tick
+        self.owner = f"agentrt-proxy:{session}:{os.getpid()}:{secrets.token_hex(4)}"
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._started = anyio.Event()
+        self._driving: set[str] = set()
+        self._told: dict[str, tuple[str, str]] = {}  # task id -> (status, message) the host last heard
+        self._watchers: dict[str, set[Send]] = {}  # task id -> subscriptions/listen streams
+
+    # ------------------------------------------------------------------ the owner's loop
+
+    async def run(self) -> None:
+        """For the life of the proxy: renew, take over, drive, tell; at the end, let go."""
+        try:
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                self._started.set()
+                while not self.shutting_down.is_set():
+                    await self._tick_once()
+                    with anyio.move_on_after(self.tick):
+                        await self.shutting_down.wait()
+        finally:
+            with anyio.CancelScope(shield=True), contextlib.suppress(StoreError):  # else they run out by themselves
+                await anyio.to_thread.run_sync(self.store.tasks.release, self.owner)
+
+    async def _tick_once(self) -> None:
+        now = self.wall.now_ns()
+        try:
+            await anyio.to_thread.run_sync(self.store.tasks.renew, self.owner, now + self.lease_ns)
+            await anyio.to_thread.run_sync(self.store.tasks.forget_results, self.session, now)
+            working = await anyio.to_thread.run_sync(self.store.tasks.working, self.session)
+        except StoreError:
+            return  # the database is locked or gone for now: the next tick tries again
+        for row in working:
+            if row.id in self._driving or self._tg is None:
+                continue
+            mine = row.owner == self.owner or row.lease_until <= now
+            if mine and await anyio.to_thread.run_sync(self.store.tasks.claim, row.id, self.owner,
+                                                       now + self.lease_ns, now):
+                self._start(row)
+        await self._tell_news()
+
+    def _start(self, row: TaskRow) -> None:
+        assert self._tg is not None
+        self._driving.add(row.id)
+        self._tg.start_soon(self._drive, row)
+
+    async def _drive(self, row: TaskRow) -> None:
+        """Put the recorded request through the gate; wait where it waits; record its answer."""
+        try:
+            tool = self.tools.get(row.tool)
+            if tool is None:
+                unknown = JsonRpcError(INVALID_PARAMS, f"unknown tool: {row.tool}")
+                await self._finish(row, TASK_FAILED, _error_object(unknown))
+                return
+            ctx = CallContext(request_id=f"task:{row.id}", progress_token=None, meta={}, protocol_version="",
+                              _done=True)  # no host waits on it: no hold, no progress
+            # Shielded: a request approved and executing is never cut short by the proxy's stop;
+            # the waits end by themselves when it stops (``_await_decision``).
+            with anyio.CancelScope(shield=True):
+                try:
+                    result = await self._call(tool, row.arguments, ctx, lambda a: self._await_decision(row.id, a))
+                except JsonRpcError as err:
+                    await self._finish(row, TASK_FAILED, _error_object(err))
+                    return
+                except _Ended:
+                    return
+                failed = row.era == ERA_2025 and result.get("isError") is True  # 2025-11-25: isError fails a task
+                await self._finish(row, TASK_FAILED if failed else TASK_COMPLETED, result)
+        except StoreError:
+            pass  # not recorded: the lease runs out and a proxy drives it again (the gate's rules hold)
+        finally:
+            self._driving.discard(row.id)
+
+    async def _await_decision(self, task_id: str, approval: Approval) -> dict[str, Any] | None:
+        """Where a plain call would answer PENDING_APPROVAL: wait for the operator. None once the
+        approval is decided (decide again); an answer for a question a task does not wait on."""
+        if approval.kind == INTERRUPTED_SIDE_EFFECT:
+            # An unknown outcome: whether it runs again is the operator's, never a task's.
+            return answers.prose(verdict_text.pending_text(approval))
+        row = await self._row(task_id)
+        if row.approval_id != approval.id:
+            message = model_text.task_waiting(approval.id)
+            await anyio.to_thread.run_sync(self.store.tasks.bind, task_id, approval.run_id, approval.id, message,
+                                           self.wall.now_ns())
+        while True:
+            if self.shutting_down.is_set():
+                raise _Ended  # the task stays working; the next proxy takes it over
+            row = await self._row(task_id)
+            if row.terminal:
+                raise _Ended  # cancelled meanwhile
+            if row.past_ttl(self.wall.now_ns()):
+                if await self._withdraw(row, approval, record_text.WITHDRAWN_BY_TTL, record_text.NOTE_WITHDRAWN_TTL,
+                                        model_text.TASK_WITHDRAWN_TTL):
+                    raise _Ended
+                return None  # decided just now: decide again
+            current = await anyio.to_thread.run_sync(self.store.get_approval, approval.id)
+            if current.status != APPROVAL_PENDING or past_expiry(current, self.clock.now_ns()):
+                return None
+            with anyio.move_on_after(self.tick):
+                await self.shutting_down.wait()
+
+    async def _row(self, task_id: str) -> TaskRow:
+        row = await anyio.to_thread.run_sync(self.store.tasks.get, task_id)
+        if row is None:
+            raise _Ended
+        return row
+
+    async def _withdraw(self, row: TaskRow, approval: Approval, by: str, note: str, why: str) -> bool:
+        """Reject ``approval`` in the host's name and cancel the task; False when an operator
+        decided first (then the decision stands)."""
+        def withdraw() -> bool:
+            try:
+                gate_approvals.reject_shown(self.store, approval.run_id, approval.id, approval.hash, by, note)
+            except NotPending:
+                return False
+            except StoreError as err:
+                if self.store.get_approval(approval.id).status == APPROVAL_PENDING:
+                    raise err
+                return False
+            return True
+
+        if not await anyio.to_thread.run_sync(withdraw):
+            return False
+        await self._finish(row, TASK_CANCELLED, answers.prose(model_text.withdrawn(why)), message=why)
+        return True
+
+    async def _finish(self, row: TaskRow, status: str, answer: Mapping[str, Any], message: str = "") -> None:
+        text = _encoded(answer)
+        done = await anyio.to_thread.run_sync(self.store.tasks.finish, row.id, status,
+                                              message or model_text.TASK_DONE, text, self.wall.now_ns())
+        if done:
+            await self._tell_news(only=row.id)
+
+    # -------------------------------------------------------------------- creating tasks
+
+    async def create_2025(self, tool: LoadedTool | None, arguments_text: str | None,
+                          status_answer: Callable[[], Awaitable[dict[str, Any]]] | None = None) -> dict[str, Any]:
+        """A 2025-11-25 ``tools/call`` with ``params.task``: the task at once, driven from here.
+        ``status_answer``: the status tool's, which needs no gate (its task is born complete)."""
+        await self._started.wait()
+        name = tool.name if tool is not None else "(status)"
+        key = canonical.request_key(name, arguments_text) or ""
+        row = await self._create(ERA_2025, name, key, arguments_text, "", "", model_text.TASK_STARTED)
+        if status_answer is not None:
+            await self._finish(row, TASK_COMPLETED, await status_answer())
+        else:
+            self._start(row)
+        return tasks_wire.created_2025(_state(row))
+
+    def when_pending_extension(self, tool: LoadedTool, arguments_text: str | None) -> WhenPending:
+        """For a host that declared the extension: past the hold, a waiting request becomes a
+        task (the one already waiting on the same approval, when there is one)."""
+
+        async def as_task(approval: Approval) -> dict[str, Any]:
+            await self._started.wait()
+            existing = await anyio.to_thread.run_sync(self.store.tasks.of_approval, self.session, approval.id)
+            if existing is not None:
+                return tasks_wire.created_extension(_state(existing))
+            key = canonical.request_key(tool.name, arguments_text) or ""
+            row = await self._create(ERA_EXTENSION, tool.name, key, arguments_text, approval.run_id, approval.id,
+                                     model_text.task_waiting(approval.id))
+            self._start(row)
+            return tasks_wire.created_extension(_state(row))
+
+        return as_task
+
+    async def _create(self, era: str, tool: str, key: str, arguments_text: str | None, run_id: str,
+                      approval_id: str, message: str) -> TaskRow:
+        now = self.wall.now_ns()
+        row = await anyio.to_thread.run_sync(lambda: self.store.tasks.create(
+            session=self.session, era=era, tool=tool, request_key=key, arguments=arguments_text, run_id=run_id,
+            approval_id=approval_id, message=message, now_ns=now, ttl_ms=self.ttl_ms, owner=self.owner,
+            lease_until=now + self.lease_ns))
+        self._told[row.id] = (row.status, row.status_message)
+        return row
+
+    # ---------------------------------------------------------------------- tasks/* methods
+
+    async def request(self, era: str, method: str, params: Mapping[str, Any]) -> dict[str, Any] | RawJSON:
+        try:
+            if method == "tasks/list":
+                return await self._list(params)
+            task_id = tasks_wire.task_id_of(params)
+            if task_id is None:
+                raise JsonRpcError(INVALID_PARAMS, model_text.TASK_ID_REQUIRED)
+            row = await self._known(task_id)
+            if method == "tasks/get":
+                return tasks_wire.task_2025(_state(row)) if era == ERA_2025 else tasks_wire.task_extension(_state(row))
+            if method == "tasks/result":
+                return await self._result(row)
+            if method == "tasks/update":
+                return {}  # nothing of a task waits on the host: every input is the operator's
+            return await self._cancel(era, row)
+        except StoreError as err:
+            raise JsonRpcError(INTERNAL_ERROR, model_text.unavailable(model_text.STATUS_COULD_NOT_READ)) from err
+
+    async def _known(self, task_id: str) -> TaskRow:
+        row = await anyio.to_thread.run_sync(self.store.tasks.get, task_id)
+        if row is None or row.session != self.session:
+            raise JsonRpcError(INVALID_PARAMS, model_text.TASK_NOT_FOUND)
+        if row.expired:
+            raise JsonRpcError(INVALID_PARAMS, model_text.TASK_EXPIRED)
+        self._told.setdefault(row.id, (row.status, row.status_message))
+        return row
+
+    async def _result(self, row: TaskRow) -> RawJSON:
+        """2025-11-25's ``tasks/result``: blocks until the task ends, then the call's answer."""
+        while not row.terminal:
+            with anyio.move_on_after(self.tick):
+                await self.shutting_down.wait()
+            if self.shutting_down.is_set():
+                raise JsonRpcError(INTERNAL_ERROR, model_text.SHUTTING_DOWN)
+            row = await self._known(row.id)
+        text = row.result or _encoded(answers.prose(model_text.withdrawn(row.status_message)))
+        error = canonical.parse_strict(text) if row.status == TASK_FAILED else None  # a result, or an error
+        if isinstance(error, dict) and "code" in error and "content" not in error:
+            raise JsonRpcError(int(error["code"]), str(error.get("message", "")), error.get("data"))
+        return tasks_wire.result_2025(text, row.id)
+
+    async def _cancel(self, era: str, row: TaskRow) -> dict[str, Any]:
+        if row.terminal:
+            if era == ERA_2025:
+                raise JsonRpcError(INVALID_PARAMS, model_text.task_cannot_cancel_terminal(row.status))
+            return {}
+        approval = None
+        if row.approval_id:
+            approval = await anyio.to_thread.run_sync(self.store.get_approval, row.approval_id)
+        if approval is not None and approval.status == APPROVAL_PENDING and await self._withdraw(
+                row, approval, record_text.WITHDRAWN_BY_HOST, record_text.NOTE_WITHDRAWN_BY_HOST,
+                model_text.TASK_WITHDRAWN_BY_HOST):
+            cancelled = await self._known(row.id)
+            return tasks_wire.task_2025(_state(cancelled)) if era == ERA_2025 else {}
+        if era == ERA_2025:
+            raise JsonRpcError(INVALID_PARAMS, model_text.TASK_CANNOT_CANCEL_STARTED)
+        return {}  # the extension's cancel is cooperative: acknowledged, and the request goes on
+
+    async def _list(self, params: Mapping[str, Any]) -> dict[str, Any]:
+        after = _cursor(params.get("cursor"))
+        rows = await anyio.to_thread.run_sync(self.store.tasks.page, self.session, after, PAGE_SIZE + 1)
+        page = rows[:PAGE_SIZE]
+        listed: dict[str, Any] = {"tasks": [tasks_wire.task_2025(_state(r)) for r in page]}
+        if len(rows) > PAGE_SIZE:
+            last = page[-1]
+            listed["nextCursor"] = base64.urlsafe_b64encode(f"{last.created_at}:{last.id}".encode()).decode()
+        return listed
+
+    # -------------------------------------------------------------------------- telling
+
+    def listen(self, task_ids: list[str], send: Send) -> list[str]:
+        """A ``subscriptions/listen`` for ``task_ids``: each one of this session is agreed."""
+        for task_id in task_ids:
+            self._watchers.setdefault(task_id, set()).add(send)
+        return list(task_ids)
+
+    def unlisten(self, send: Send) -> None:
+        for task_id in list(self._watchers):
+            self._watchers[task_id].discard(send)
+            if not self._watchers[task_id]:
+                del self._watchers[task_id]
+
+    async def _tell_news(self, only: str | None = None) -> None:
+        """Tell the host of each task it knows whose status changed: 2025-11-25's status
+        notification (the session drops it for any other era) and the extension's, to listeners."""
+        ids = [only] if only is not None else list({*self._told, *self._watchers})
+        for task_id in ids:
+            try:
+                row = await anyio.to_thread.run_sync(self.store.tasks.get, task_id)
+            except StoreError:
+                return
+            if row is None:
+                continue
+            now = (row.status, row.status_message)
+            if self._told.get(task_id) == now:
+                continue
+            self._told[task_id] = now
+            if row.terminal and task_id not in self._watchers:
+                del self._told[task_id]  # told its end: nothing more will change
+            if row.era == ERA_2025:
+                await self.host.notify(tasks_wire.STATUS_NOTIFICATION_2025, tasks_wire.task_2025(_state(row)))
+            for send in list(self._watchers.get(task_id, ())):
+                await send(tasks_wire.STATUS_NOTIFICATION_EXTENSION, tasks_wire.task_extension(_state(row)))
+
+
+def _cursor(value: object) -> tuple[int, str] | None:
+    if value is None:
+        return None
+    try:
+        created, _, task_id = base64.urlsafe_b64decode(str(value).encode()).decode().partition(":")
+        return int(created), task_id
+    except (ValueError, binascii.Error, UnicodeDecodeError) as err:
+        raise JsonRpcError(INVALID_PARAMS, model_text.TASK_BAD_CURSOR) from err
