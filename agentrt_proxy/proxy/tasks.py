@@ -61,6 +61,8 @@ from agentrt_proxy.upstream import LoadedTool
 TICK_SECONDS = 0.5  # how often the owner renews its leases, takes over orphans and looks for news
 POLL_INTERVAL_MS = 1000  # what a host is asked to poll at: an operator decides in seconds, not ms
 PAGE_SIZE = 50  # tasks/list
+SWEEP_EVERY_NS = 60 * 1_000_000_000  # an expired result may linger this long past its TTL
+CANCEL_GRACE_SECONDS = 1.0  # how long a cancel waits for a new task's request to reach its approval
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 
@@ -109,6 +111,7 @@ class TaskBook:
         self._tg: anyio.abc.TaskGroup | None = None
         self._started = anyio.Event()
         self._driving: set[str] = set()
+        self._next_sweep = 0  # when the ended tasks past their TTL are next expired (wall ns)
         self._told: dict[str, tuple[str, str]] = {}  # task id -> (status, message) the host last heard
         self._watchers: dict[str, set[Send]] = {}  # task id -> subscriptions/listen streams
 
@@ -131,8 +134,11 @@ class TaskBook:
     async def _tick_once(self) -> None:
         now = self.wall.now_ns()
         try:
-            await anyio.to_thread.run_sync(self.store.tasks.renew, self.owner, now + self.lease_ns)
-            await anyio.to_thread.run_sync(self.store.tasks.forget_results, self.session, now)
+            if self._driving:  # an idle proxy writes nothing: no commit, no fsync, per tick
+                await anyio.to_thread.run_sync(self.store.tasks.renew, self.owner, now + self.lease_ns)
+            if now >= self._next_sweep:
+                self._next_sweep = now + SWEEP_EVERY_NS
+                await anyio.to_thread.run_sync(self.store.tasks.forget_results, self.session, now)
             working = await anyio.to_thread.run_sync(self.store.tasks.working, self.session)
         except StoreError:
             return  # the database is locked or gone for now: the next tick tries again
@@ -164,7 +170,7 @@ class TaskBook:
             # the waits end by themselves when it stops (``_await_decision``).
             with anyio.CancelScope(shield=True):
                 try:
-                    result = await self._call(tool, row.arguments, ctx, lambda a: self._await_decision(row.id, a))
+                    result = await self._call_until_answered(tool, row, ctx)
                 except JsonRpcError as err:
                     await self._finish(row, TASK_FAILED, _error_object(err))
                     return
@@ -176,6 +182,23 @@ class TaskBook:
             pass  # not recorded: the lease runs out and a proxy drives it again (the gate's rules hold)
         finally:
             self._driving.discard(row.id)
+
+    async def _call_until_answered(self, tool: LoadedTool, row: TaskRow, ctx: CallContext) -> dict[str, Any]:
+        """The gate's answer to the recorded request; IN_PROGRESS (another caller executes the
+        same request right now) is no answer for a task: it asks again a tick later, and then
+        hears that request's outcome (DUPLICATE) once it is recorded."""
+        while True:
+            result = await self._call(tool, row.arguments, ctx, lambda a: self._await_decision(row.id, a))
+            meta = result.get("_meta")
+            if not (isinstance(meta, dict) and meta.get(answers.OUTCOME_META_KEY) == model_text.IN_PROGRESS):
+                return result
+            if self.shutting_down.is_set():
+                raise _Ended
+            current = await self._row(row.id)
+            if current.terminal:
+                raise _Ended
+            with anyio.move_on_after(self.tick):
+                await self.shutting_down.wait()
 
     async def _await_decision(self, task_id: str, approval: Approval) -> dict[str, Any] | None:
         """Where a plain call would answer PENDING_APPROVAL: wait for the operator. None once the
@@ -318,7 +341,9 @@ class TaskBook:
                 raise JsonRpcError(INTERNAL_ERROR, model_text.SHUTTING_DOWN)
             row = await self._known(row.id)
         text = row.result or _encoded(answers.prose(model_text.withdrawn(row.status_message)))
-        error = canonical.parse_strict(text) if row.status == TASK_FAILED else None  # a result, or an error
+        # A failed task holds a JSON-RPC error (written by ``_error_object``, "code" first) or,
+        # in 2025-11-25, a result with isError, which tasks/result returns as it is.
+        error = canonical.parse_strict(text) if row.status == TASK_FAILED and text.startswith('{"code":') else None
         if isinstance(error, dict) and "code" in error and "content" not in error:
             raise JsonRpcError(int(error["code"]), str(error.get("message", "")), error.get("data"))
         return tasks_wire.result_2025(text, row.id)
@@ -328,6 +353,8 @@ class TaskBook:
             if era == ERA_2025:
                 raise JsonRpcError(INVALID_PARAMS, model_text.task_cannot_cancel_terminal(row.status))
             return {}
+        if not row.approval_id and row.era == ERA_2025:
+            row = await self._bound_soon(row)
         approval = None
         if row.approval_id:
             approval = await anyio.to_thread.run_sync(self.store.get_approval, row.approval_id)
@@ -339,6 +366,15 @@ class TaskBook:
         if era == ERA_2025:
             raise JsonRpcError(INVALID_PARAMS, model_text.TASK_CANNOT_CANCEL_STARTED)
         return {}  # the extension's cancel is cooperative: acknowledged, and the request goes on
+
+    async def _bound_soon(self, row: TaskRow) -> TaskRow:
+        """A 2025-11-25 task is created before the gate has seen its request: a cancel that
+        comes at once gives the gate a moment to say whether it waits on an approval."""
+        with anyio.move_on_after(CANCEL_GRACE_SECONDS):
+            while not row.approval_id and not row.terminal:
+                await anyio.sleep(0.05)
+                row = await self._known(row.id)
+        return row
 
     async def _list(self, params: Mapping[str, Any]) -> dict[str, Any]:
         after = _cursor(params.get("cursor"))

@@ -168,16 +168,16 @@ class Tasks:
     def forget_results(self, session: str, now_ns: int) -> int:
         """Ended tasks past their time to live are expired: their results are dropped (the run's
         record keeps what happened) and ``tasks/get`` says so."""
-        with self._db.write() as tx:
-            if not _has_table(tx.conn):
+        placeholders = ", ".join("?" for _ in TASK_TERMINAL)
+        where = (f"session = ? AND expired = 0 AND status IN ({placeholders}) "
+                 "AND created_at + ttl_ms * 1000000 <= ?")
+        args = (session, *TASK_TERMINAL, now_ns)
+        with self._reading() as conn:  # a read first: an idle proxy commits nothing
+            due = conn is not None and conn.execute(f"SELECT 1 FROM proxy_tasks WHERE {where} LIMIT 1", args).fetchone()
+            if not due:
                 return 0
-            placeholders = ", ".join("?" for _ in TASK_TERMINAL)
-            cur = tx.conn.execute(
-                f"UPDATE proxy_tasks SET expired = 1, result = '' WHERE session = ? AND expired = 0 "
-                f"AND status IN ({placeholders}) AND created_at + ttl_ms * 1000000 <= ?",
-                (session, *TASK_TERMINAL, now_ns),
-            )
-            return cur.rowcount
+        with self._db.write() as tx:
+            return tx.conn.execute(f"UPDATE proxy_tasks SET expired = 1, result = '' WHERE {where}", args).rowcount
 
     # ------------------------------------------------------------------------- reads
 

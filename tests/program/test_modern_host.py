@@ -47,7 +47,8 @@ async def test_a_modern_sdk_host_discovers_lists_and_pays_after_an_approval(
                 assert found["supportedVersions"] == ["2026-07-28"] and found["resultType"] == "complete"
                 assert (found["ttlMs"], found["cacheScope"]) == (60_000, "private")
                 assert found["_meta"]["io.modelcontextprotocol/serverInfo"]["name"] == "gated-tools"
-                assert found["capabilities"] == {"tools": {"listChanged": False}}
+                assert found["capabilities"] == {"tools": {"listChanged": False},
+                                                 "extensions": {"io.modelcontextprotocol/tasks": {}}}
                 if mode == "auto":
                     assert client.server_capabilities.tools is not None
                 listed = await client.list_tools()
@@ -70,11 +71,18 @@ async def test_the_served_tool_list_is_the_same_in_two_processes_and_both_eras(
     tmp_path: Path, program_argv: list[str], program_env: dict[str, str]
 ) -> None:
     listings: list[Any] = []
+    task_support: list[Any] = []
     async with world(tmp_path, program_argv, program_env) as w:
         for mode in ("2026-07-28", "legacy", "2026-07-28"):
             with anyio.fail_after(60):
                 async with host(w, mode) as client:
                     listed = await client.list_tools()
-            listings.append([json.dumps(t.model_dump(mode="json"), sort_keys=True) for t in listed.tools])
+            dumped = [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in listed.tools]
+            # 2025-11-25 (the legacy mode's revision) is told each tool may run as a task; the
+            # modern era has no such field (its tasks are the server's choice): all else is equal.
+            task_support.append([d.pop("execution", None) for d in dumped])
+            listings.append([json.dumps(d, sort_keys=True) for d in dumped])
     assert listings[0] == listings[1] == listings[2]
     assert len(listings[0]) == 4
+    assert task_support[1] == [{"taskSupport": "optional"}] * 4
+    assert task_support[0] == task_support[2] == [None] * 4

@@ -12,7 +12,7 @@ import pytest
 
 from agentrt_proxy.errors import AgentrtError, IllegalTransition
 from agentrt_proxy.store import Approval, Store, Tx, holds, states
-from agentrt_proxy.store.states import APPROVAL, CALL, HOLD, MOVES, NEW, RUN, STEP
+from agentrt_proxy.store.states import APPROVAL, CALL, HOLD, MOVES, NEW, RUN, STEP, TASK
 
 RUN_ID, STEP_ID, APPROVAL_ID = "s.run", "step-1", "approval-1"
 
@@ -57,7 +57,17 @@ def put_call(store: Store, outcome: int) -> int:
     return row.id
 
 
+def put_task(store: Store) -> str:
+    row = store.tasks.create(session="test", era="extension", tool="bank_pay", request_key="key", arguments="{}",
+                             run_id=RUN_ID, approval_id="", message="", now_ns=1, ttl_ms=1000, owner="me",
+                             lease_until=2)
+    return row.id
+
+
 def status_of(store: Store, what: str) -> Any:
+    if what == TASK:
+        row = store._conn.execute("SELECT status FROM proxy_tasks WHERE run_id = ?", (RUN_ID,)).fetchone()
+        return None if row is None else row[0]
     table, column, key = {RUN: ("runs", "status", RUN_ID), STEP: ("steps", "status", STEP_ID),
                           APPROVAL: ("approvals", "status", APPROVAL_ID),
                           CALL: ("proxy_calls", "outcome", RUN_ID),
@@ -92,6 +102,12 @@ def move(store: Store, what: str, before: Any, after: Any) -> None:
         put_approval(store, before)
         with store.write() as tx:
             assert tx.update_approval(APPROVAL_ID, expect=before, status=after)
+    elif what == TASK:
+        task_id = put_task(store)
+        if before != NEW and after == states.TASK_WORKING:
+            assert store.tasks.bind(task_id, RUN_ID, APPROVAL_ID, "waiting", 3)
+        elif before != NEW:
+            assert store.tasks.finish(task_id, after, "ended", "{}", 3)
     elif what == HOLD:
         with store.write() as tx:
             holds.reserve(tx, "test", RUN_ID, [("daily", "", "10.00")], 1)
@@ -125,7 +141,10 @@ def test_the_table_knows_every_state_the_store_writes() -> None:
                                           states.EXPIRED}
     assert states.states_of(CALL) == {states.OUTCOME_UNSEEN, states.OUTCOME_NONE, states.OUTCOME_KNOWN,
                                       states.OUTCOME_UNKNOWN}
+    assert states.states_of(TASK) == {states.TASK_WORKING, states.TASK_COMPLETED, states.TASK_FAILED,
+                                      states.TASK_CANCELLED}
     assert all(not states.ALLOWED[RUN][s] for s in states.TERMINAL)  # a finished run never moves
+    assert all(not states.ALLOWED[TASK][s] for s in states.TASK_TERMINAL)  # nor does an ended task
 
 
 class Writes:
@@ -218,3 +237,17 @@ def test_settling_a_settled_call_is_a_lost_compare_and_set_not_an_illegal_move(s
     row_id = put_call(store, states.OUTCOME_KNOWN)
     assert not store.index.settle(row_id, states.OUTCOME_UNKNOWN, 3)  # settle expects unseen
     assert status_of(store, CALL) == states.OUTCOME_KNOWN
+
+
+def test_ending_a_task_in_a_status_outside_the_table_raises_and_writes_nothing(store: Store) -> None:
+    task_id = put_task(store)
+    with pytest.raises(IllegalTransition, match="working"):
+        store.tasks.finish(task_id, "input_required", "", "", 3)
+    assert status_of(store, TASK) == states.TASK_WORKING
+
+
+def test_a_task_ends_once_whichever_of_two_enders_comes_first(store: Store) -> None:
+    task_id = put_task(store)
+    assert store.tasks.finish(task_id, states.TASK_CANCELLED, "withdrawn", "{}", 3)
+    assert not store.tasks.finish(task_id, states.TASK_COMPLETED, "paid", "{}", 4)  # the later one loses
+    assert status_of(store, TASK) == states.TASK_CANCELLED
