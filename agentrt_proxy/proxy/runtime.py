@@ -109,6 +109,7 @@ class Runtime:
         self.tasks = TaskBook(
             store, self.tools, self._call_tool, session=config.session, wall=self.gate.wall, clock=clock,
             ttl_ns=config.task_ttl, lease_ns=config.lease_ttl, shutting_down=shutting_down, host=host,
+            poll=settings.hold_poll,
         )
 
     def _connection_of(self, server: str) -> Any:

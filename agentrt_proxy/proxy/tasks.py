@@ -95,7 +95,7 @@ class TaskBook:
 
     def __init__(self, store: Store, tools: Mapping[str, LoadedTool], call: Call, *, session: str, wall: Clock,
                  clock: Clock, ttl_ns: int, lease_ns: int, shutting_down: anyio.Event, host: HostLink,
-                 tick: float = TICK_SECONDS) -> None:
+                 tick: float = TICK_SECONDS, poll: float = TICK_SECONDS) -> None:
         self.store = store
         self.tools = tools
         self._call = call
@@ -107,6 +107,7 @@ class TaskBook:
         self.shutting_down = shutting_down
         self.host = host
         self.tick = tick
+        self.poll = poll  # between two looks at the approval a task waits on (the hold's pace)
         self.owner = f"agentrt-proxy:{session}:{os.getpid()}:{secrets.token_hex(4)}"
         self._tg: anyio.abc.TaskGroup | None = None
         self._started = anyio.Event()
@@ -225,7 +226,7 @@ class TaskBook:
             current = await anyio.to_thread.run_sync(self.store.get_approval, approval.id)
             if current.status != APPROVAL_PENDING or past_expiry(current, self.clock.now_ns()):
                 return None
-            with anyio.move_on_after(self.tick):
+            with anyio.move_on_after(self.poll):
                 await self.shutting_down.wait()
 
     async def _row(self, task_id: str) -> TaskRow:
