@@ -72,10 +72,21 @@ def write_config(directory: Path, repo: Path) -> Path:
     return path
 
 
-class RawHost:
-    """One ``serve`` child spoken to line by line, as a host does; answers matched by id."""
+MODERN_ENVELOPE = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+    "io.modelcontextprotocol/clientInfo": {"name": "chaos", "version": "1"},
+}
 
-    def __init__(self, argv: Sequence[str], config: Path, env: dict[str, str], stderr: Path) -> None:
+
+class RawHost:
+    """One ``serve`` child spoken to line by line, as a host does; answers matched by id. A
+    ``tasks`` host speaks 2026-07-28 with the tasks extension: a payment that waits on an
+    approval is answered with a task, which the proxy then executes by itself once approved."""
+
+    def __init__(self, argv: Sequence[str], config: Path, env: dict[str, str], stderr: Path,
+                 tasks: bool = False) -> None:
+        self.tasks = tasks
         self._err = stderr.open("ab")
         self.process = subprocess.Popen(
             [*argv, "serve", "-config", str(config)],
@@ -86,6 +97,11 @@ class RawHost:
         self._ids = iter(range(1, 1 << 62))
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
+        if tasks:
+            self._send({"jsonrpc": "2.0", "id": "ready", "method": "tools/list",
+                        "params": {"_meta": MODERN_ENVELOPE}})
+            self.answer("ready")
+            return
         self._send(
             {
                 "jsonrpc": "2.0",
@@ -127,7 +143,9 @@ class RawHost:
 
     def send_call(self, arguments: dict[str, Any]) -> int | None:
         request_id = next(self._ids)
-        params = {"name": "bank_pay", "arguments": arguments}
+        params: dict[str, Any] = {"name": "bank_pay", "arguments": arguments}
+        if self.tasks:
+            params["_meta"] = MODERN_ENVELOPE
         sent = self._send({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": params})
         return request_id if sent else None
 
@@ -190,6 +208,8 @@ class Figures:
     paid: int = 0
     checks: int = 0
     cut_executing: int = 0  # steps a kill cut off inside the upstream call (outcome unknown)
+    tasks: set[str] = field(default_factory=set)  # the task ids hosts were answered with
+    tasks_paid: int = 0  # tasks that ended with the tool's "paid" result
     answers: Counter[str] = field(default_factory=Counter)
     violations: list[str] = field(default_factory=list)
     seconds: float = 0.0
@@ -198,7 +218,8 @@ class Figures:
         top = ", ".join(f"{k} {v}" for k, v in self.answers.most_common())
         return (
             f"{self.rounds} rounds, {self.calls} calls, {self.kills} kills, {self.approvals} approvals, "
-            f"{self.rejections} rejections, {self.paid} paid answers, {self.cut_executing} cut off executing, "
+            f"{self.rejections} rejections, {self.paid} paid answers, {len(self.tasks)} tasks "
+            f"({self.tasks_paid} ended paid), {self.cut_executing} cut off executing, "
             f"{self.checks} invariant checks, "
             f"{len(self.violations)} violations, {self.seconds:.1f} s; answers: {top}"
         )
@@ -235,7 +256,10 @@ class Chaos:
         if host is None or not host.alive():
             if host is not None:
                 host.kill()
-            host = RawHost(self.argv, self.config, self.env, self.directory / f"proxy{slot}.stderr")
+            # Half the proxies serve a host that takes tasks: their approved payments run with
+            # no second call, by whichever proxy owns (or took over) the task.
+            host = RawHost(self.argv, self.config, self.env, self.directory / f"proxy{slot}.stderr",
+                           tasks=self.rng.random() < 0.5)
             self.proxies[slot] = host
         return host
 
@@ -272,6 +296,10 @@ class Chaos:
         self.check()
 
     def take(self, recipient: str, answer: dict[str, Any] | None) -> None:
+        if answer and isinstance(answer.get("result"), dict) and answer["result"].get("resultType") == "task":
+            self.figures.tasks.add(answer["result"]["taskId"])
+            self.figures.answers["task"] += 1
+            return
         text = text_of(answer)
         kind = text.split(":", 1)[0] if ":" in text[:40] else text.split(" ", 1)[0]
         self.figures.answers[kind or "none"] += 1
@@ -382,6 +410,7 @@ class Chaos:
                 self.take(recipient, host.answer(request_id))
         self.stop()
         self.check()
+        self.check_tasks()
         store = self.read()
         try:
             with store.read() as c:
@@ -399,6 +428,24 @@ class Chaos:
                         self.violations(f"run {run_id}: step {step_id} was cut off executing; no operator was asked")
         finally:
             store.close()
+
+    def check_tasks(self) -> None:
+        """What the tasks say must be true: no more tasks ended "paid" for a recipient than the
+        ledger holds payments to it, and every task a host was given is a row of the session."""
+        paid = self.payments()
+        claimed: Counter[str] = Counter()
+        with contextlib.closing(sqlite3.connect(f"file:{self.db}?mode=ro", uri=True)) as c:
+            rows = c.execute("SELECT id, arguments, status, result FROM proxy_tasks").fetchall()
+        known = {row[0] for row in rows}
+        for task_id in self.figures.tasks - known:
+            self.violations(f"task {task_id} was returned to a host and is not in the database")
+        for _task_id, arguments, status, result in rows:
+            if status == "completed" and '"text":"paid ' in result:
+                claimed[json.loads(arguments)["to"]] += 1
+        self.figures.tasks_paid = sum(claimed.values())
+        for recipient, n in claimed.items():
+            if n > paid[recipient]:
+                self.violations(f"{recipient}: {n} tasks ended paid, the ledger holds {paid[recipient]} payments")
 
     @staticmethod
     def _cut_while_executing(store: Store, run_id: str) -> list[str]:
