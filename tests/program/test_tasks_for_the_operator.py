@@ -142,3 +142,18 @@ async def test_the_status_tool_reports_a_tasks_state_and_names_the_task_an_appro
         assert completed.startswith(f"GATE_STATUS: task {task_id} is completed: {model_text.TASK_DONE}.")
         assert model_text.STATUS_TASK_ENDED in completed and model_text.STATUS_EXECUTED_OK in completed
         assert w.payments() == 1
+
+
+async def test_a_2025_task_that_needed_no_approval_still_names_its_run(
+    tmp_path: Path, program_argv: list[str], program_env: dict[str, str]
+) -> None:
+    async with world(tmp_path, program_argv, program_env) as w, \
+            raw_host(program_argv, w.config, program_env, era="2025-11-25") as host:
+        created = await host.call("bank_balance", {"account": "main"}, task={"ttl": 60000})
+        task_id = created["task"]["taskId"]
+        assert (await host.until_terminal(task_id))["status"] == "completed"
+        (run,) = w.runs()
+        runs = json.loads((await operator("runs", "-db", w.db, "-json")).stdout)["runs"]
+        assert [r["task"]["id"] for r in runs if r["id"] == run.id] == [task_id]
+        shown = (await operator("show", "-db", w.db, run.id)).stdout
+        assert f"task     {task_id} (2025-11-25): completed — {model_text.TASK_DONE}" in shown
