@@ -27,8 +27,11 @@ def task_lines(task: TaskRow | None) -> list[str]:
     message = escaping.clean(task.status_message, MESSAGE_BYTES)
     if task.expired:
         message += operator_text.OP_TASK_RESULT_DROPPED
-    return [operator_text.op_task(escaping.sanitize(task.id), escaping.clean(task.era, 40),
-                                  escaping.clean(task.status, 40), message)]
+    return [
+        operator_text.op_task(
+            escaping.sanitize(task.id), escaping.clean(task.era, 40), escaping.clean(task.status, 40), message
+        )
+    ]
 
 
 def task_json(task: TaskRow) -> dict[str, Any]:

@@ -72,8 +72,9 @@ async def test_runs_and_show_name_the_task_a_host_follows_and_a_plain_run_shows_
         plain_shown = (await operator("show", "-db", w.db, balance_run)).stdout
         assert "\ntask " not in plain_shown and task_id not in plain_shown
 
-        decided = (await operator("approve", "-db", w.db, approval.run_id, "-approval", approval.id,
-                                  "-by", "tester")).stdout.splitlines()
+        decided = (
+            await operator("approve", "-db", w.db, approval.run_id, "-approval", approval.id, "-by", "tester")
+        ).stdout.splitlines()
         assert decided[-1].startswith(f"task {task_id} waits on this run: the proxy that owns it executes"), decided
         done = await host.until_terminal(task_id)
         assert done["status"] == "completed" and text(done["result"]) == "paid 7.00 to alice", done
@@ -87,8 +88,10 @@ async def test_runs_and_show_name_the_task_a_host_follows_and_a_plain_run_shows_
 async def test_show_names_the_era_of_a_task_a_2025_host_asked_for(
     tmp_path: Path, program_argv: list[str], program_env: dict[str, str]
 ) -> None:
-    async with world(tmp_path, program_argv, program_env) as w, \
-            raw_host(program_argv, w.config, program_env, era="2025-11-25") as host:
+    async with (
+        world(tmp_path, program_argv, program_env) as w,
+        raw_host(program_argv, w.config, program_env, era="2025-11-25") as host,
+    ):
         created = await host.call("bank_pay", PAY, task={"ttl": 60000})
         task_id = created["task"]["taskId"]
         await w.wait_for("the approval", lambda: len(w.pending()) == 1)
@@ -101,8 +104,12 @@ async def test_show_names_the_era_of_a_task_a_2025_host_asked_for(
         done = await host.until_terminal(task_id)
         assert done["status"] == "failed"  # 2025-11-25: an isError answer (REJECTED) fails the task
         after = json.loads((await operator("show", "-db", w.db, approval.run_id, "-json")).stdout)
-        assert after["run"]["task"] == {"id": task_id, "era": "2025-11-25", "status": "failed",
-                                        "status_message": model_text.TASK_DONE}
+        assert after["run"]["task"] == {
+            "id": task_id,
+            "era": "2025-11-25",
+            "status": "failed",
+            "status_message": model_text.TASK_DONE,
+        }
         assert w.payments() == 0
 
 
@@ -118,8 +125,9 @@ async def test_the_status_tool_reports_a_tasks_state_and_names_the_task_an_appro
         task_id, approval = await paid_as_task(w, host)
 
         working = text(await host.call("gate_status", {"task_id": task_id}))
-        assert working.startswith(f"GATE_STATUS: task {task_id} is working: waiting for an operator's approval "
-                                  f"(approval {approval.id})"), working
+        assert working.startswith(
+            f"GATE_STATUS: task {task_id} is working: waiting for an operator's approval (approval {approval.id})"
+        ), working
         assert f"Its approval {approval.id} for bank_pay " in working and "PENDING for " in working
 
         asked = text(await host.call("gate_status", {"approval_id": approval.id}))
@@ -147,8 +155,10 @@ async def test_the_status_tool_reports_a_tasks_state_and_names_the_task_an_appro
 async def test_a_2025_task_that_needed_no_approval_still_names_its_run(
     tmp_path: Path, program_argv: list[str], program_env: dict[str, str]
 ) -> None:
-    async with world(tmp_path, program_argv, program_env) as w, \
-            raw_host(program_argv, w.config, program_env, era="2025-11-25") as host:
+    async with (
+        world(tmp_path, program_argv, program_env) as w,
+        raw_host(program_argv, w.config, program_env, era="2025-11-25") as host,
+    ):
         created = await host.call("bank_balance", {"account": "main"}, task={"ttl": 60000})
         task_id = created["task"]["taskId"]
         assert (await host.until_terminal(task_id))["status"] == "completed"
