@@ -4,7 +4,7 @@ A scripted host (the project's own MCP client, no SDK) starts the real proxy (``
 a child process, in front of the fake payment server bundled in the package
 (``agentrt_proxy.testing.fakebank``), in a temporary directory it creates and removes (``-keep``
 keeps it). The operator is a second process running the real ``approve``/``reject``
-subcommands. The demo narrates four steps (spec proxy-and-mcp-module §4.2):
+subcommands. The demo narrates its steps (spec proxy-and-mcp-module §4.2, and later issues):
 
 1. a read the policy allows runs and answers;
 2. a payment waits for an operator, is approved from a second process, and is collected once;
@@ -13,8 +13,12 @@ subcommands. The demo narrates four steps (spec proxy-and-mcp-module §4.2):
    rejects it; the identical call is then REJECTED and a different payment runs again;
 4. a host that lost a response retries the identical call: one payment through the proxy,
    two straight against the server;
-5. the server rewords a tool's description: ``check`` refuses the tool and shows the review (a
-   unified diff), and a bare ``pin`` will not take the change (issue 15).
+5. the server dies between two calls and is started again; 6. a payment past the budget is
+   OVER_BUDGET; 7. the server rewords a tool's description: ``check`` refuses the tool and shows
+   the review (a unified diff), and a bare ``pin`` will not take the change (issue 15);
+8. an approval as a task: a hand-written host of the 2026-07-28 revision that declared the tasks
+   extension calls once, gets a task, polls it; the operator approves and the proxy itself pays
+   once and completes the task with the result (issue 17).
 
 It ends with the ledger, ``runs`` and ``verify`` as the operator sees them. Exit 0 only
 when every step behaved as narrated; exit 1 with one line naming the first that did not.
@@ -47,10 +51,14 @@ from agentrt_proxy.cli.demo_stage import (
     alive,
     child_with_env,
     compact,
+    expect_seen,
     first_failure,
     indented,
+    line_host,
     one_line,
     readable_json,
+    result_text,
+    run_child,
     say,
     stop_everything,
     this_program,
@@ -137,20 +145,7 @@ class Demo:
 
     def run_program(self, args: Sequence[str], *, what: str) -> subprocess.CompletedProcess[str]:
         """Run a subcommand of this same program in the demo's directory, as a separate process."""
-        try:
-            done = subprocess.run(
-                [*self.program.argv, *args],
-                cwd=self.directory,
-                env=self.program.env(),
-                stdin=subprocess.DEVNULL,
-                capture_output=True,
-                text=True,
-                timeout=60,
-                check=False,
-            )
-        except subprocess.TimeoutExpired as err:
-            raise DemoFailure(f"{what}: `agentrt-proxy {shlex.join(args)}` did not finish within 60 s") from err
-        return done
+        return run_child(self.program, self.directory, args, what)
 
     def shell(self, args: Sequence[str], *, what: str, show_output: bool = True) -> str:
         """Print ``$ agentrt-proxy <args>``, run it, print its output; fail on a non-zero exit."""
@@ -289,16 +284,7 @@ class Demo:
 
     # ------------------------------------------------------------------ checks
 
-    @staticmethod
-    def expect(step: str, seen: Seen, prefix: str | tuple[str, ...], *, is_error: bool | None = None) -> None:
-        prefixes = (prefix,) if isinstance(prefix, str) else prefix
-        ok = any(seen.text.startswith(p) for p in prefixes)
-        if ok and is_error is not None:
-            ok = seen.is_error == is_error
-        if not ok:
-            wanted = " or ".join(prefixes) + ("" if is_error is None else f" (isError {str(is_error).lower()})")
-            got = f"{'(isError) ' if seen.is_error else ''}{one_line(seen.text, 200)}"
-            raise DemoFailure(f"{step}: the model should have seen {wanted}, but saw: {got}")
+    expect = staticmethod(expect_seen)
 
     def expect_payments(self, step: str, want: int, narration: str) -> None:
         have = self.payments()
@@ -340,6 +326,8 @@ class Demo:
                 await self.step5(host)
                 await self.step6(host)
         self.step7_review()
+        with anyio.fail_after(DEMO_DEADLINE_SECONDS):
+            await self.step8_task()
 
     async def step1(self, host: Any) -> None:
         step = "step 1"
@@ -502,6 +490,30 @@ class Demo:
         if done.returncode != 1 or "was not pinned again" not in done.stderr:
             raise DemoFailure(f"{step}: a bare pin should refuse the change, not exit {done.returncode}")
         say("   the manifest is as it was; pin -accept bank -expect <fingerprint> would take exactly that change.")
+        say()
+
+    async def step8_task(self) -> None:
+        step = "step 8"
+        say("8. An approval as a task: a host of the 2026-07-28 revision that declared the tasks extension.")
+        say("   (a hand-written host speaking JSON lines: no initialize; each request's _meta names the revision,")
+        say("   the host and its capabilities, io.modelcontextprotocol/tasks among them; shown without it)")
+        before = self.payments()
+        async with line_host(self.program, self.config, self.directory / "task-proxy.stderr", step) as host:
+            await host.request("server/discover", {})
+            window = {"name": "bank_pay", "arguments": {"to": "window-cleaner", "amount": 20}}
+            task = await host.request("tools/call", window)
+            if task.get("resultType") != "task" or task.get("status") != "working":
+                raise DemoFailure(f"{step}: the call should have been answered with a working task: {compact(task)}")
+            say("   (past the hold, undecided: a task instead of PENDING_APPROVAL; the host polls it)")
+            await host.request("tasks/get", {"taskId": task["taskId"]})
+            self.expect_payments(step, before, " (nothing has run)")
+            self.operator("approve", "the windows", step)
+            done = await host.until_terminal(task["taskId"])
+            paid = result_text(done)
+            if done.get("status") != "completed" or paid != "paid 20.00 to window-cleaner":
+                raise DemoFailure(f"{step}: the task should have completed with the payment: {compact(done)}")
+            say(f"   task completed: {paid}   (the model called bank_pay once; the proxy ran it once)")
+            self.expect_payments(step, before + 1, " (paid once)")
         say()
 
     # ------------------------------------------------------------------ the end

@@ -1,20 +1,24 @@
 """The demo's stage: how to start this same program again, the narration, the processes it leaves.
 
 What ``cli.demo``'s steps stand on: ``Program`` (the single file or the source tree, as the demo
-itself was started), the transcript's helpers, what the model was shown, and the wait for every
+itself was started), the transcript's helpers, what the model was shown, the hand-written host
+of the 2026-07-28 revision (``line_host``: no SDK has a task client yet), and the wait for every
 process the demo started.
 """
 
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import os
 import shlex
 import signal
+import subprocess
 import sys
 import time
 import zipimport
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -23,6 +27,10 @@ from agentrt_proxy.errors import AgentrtError
 
 STOP_GRACE_SECONDS = 15
 SEEN_WIDTH = 120
+LINE_WIDTH = 300  # a JSON line of the hand-written host, as the transcript shows it
+ANSWER_SECONDS = 30
+MODERN = "2026-07-28"
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 
 _FAKEBANK_CODE = (
     "import sys; sys.path.insert(0, {path!r}); import runpy; "
@@ -131,7 +139,130 @@ class Seen:
         return head if head.isupper() else ""
 
 
+def expect_seen(step: str, seen: Seen, prefix: str | tuple[str, ...], *, is_error: bool | None = None) -> None:
+    """The model saw one of ``prefix`` (and an error or not, as ``is_error`` says), or the step failed."""
+    prefixes = (prefix,) if isinstance(prefix, str) else prefix
+    ok = any(seen.text.startswith(p) for p in prefixes)
+    if ok and is_error is not None:
+        ok = seen.is_error == is_error
+    if not ok:
+        wanted = " or ".join(prefixes) + ("" if is_error is None else f" (isError {str(is_error).lower()})")
+        got = f"{'(isError) ' if seen.is_error else ''}{one_line(seen.text, 200)}"
+        raise DemoFailure(f"{step}: the model should have seen {wanted}, but saw: {got}")
+
+
+def result_text(task: dict[str, Any]) -> str:
+    """The text blocks of a completed task's result (the extension's ``tasks/get`` carries it)."""
+    result = task.get("result")
+    blocks = result.get("content") if isinstance(result, dict) else None
+    if not isinstance(blocks, list):
+        return ""
+    return "".join(str(b.get("text", "")) for b in blocks if isinstance(b, dict) and b.get("type") == "text")
+
+
 # --------------------------------------------------------------------------- processes
+
+
+def run_child(program: Program, directory: Path, args: Sequence[str], what: str) -> subprocess.CompletedProcess[str]:
+    """Run a subcommand of this same program in ``directory``, as a separate process."""
+    try:
+        return subprocess.run(
+            [*program.argv, *args],
+            cwd=directory,
+            env=program.env(),
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    except subprocess.TimeoutExpired as err:
+        raise DemoFailure(f"{what}: `agentrt-proxy {shlex.join(args)}` did not finish within 60 s") from err
+
+
+class LineHost:
+    """A host of the 2026-07-28 revision that declared the tasks extension, by hand: a request is
+    one JSON line to the proxy's stdin carrying the revision's ``_meta``; its answer is the line
+    on stdout with the same id (notifications in between are skipped). Each exchange is printed."""
+
+    def __init__(self, process: Any, step: str) -> None:
+        import anyio.streams.buffered
+
+        self.process = process
+        self.step = step
+        self._lines = anyio.streams.buffered.BufferedByteReceiveStream(process.stdout)
+        self._ids = itertools.count(1)
+
+    async def request(self, method: str, params: dict[str, Any], *, show: bool = True) -> dict[str, Any]:
+        import anyio
+
+        request_id = next(self._ids)
+        meta = {
+            "io.modelcontextprotocol/protocolVersion": MODERN,
+            "io.modelcontextprotocol/clientCapabilities": {"extensions": {TASKS_EXTENSION: {}}},
+            "io.modelcontextprotocol/clientInfo": {"name": "demo-host", "version": "1"},
+        }
+        message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+        if show:
+            say(f"   host  → {one_line(compact(message), LINE_WIDTH)}")
+        line = compact({**message, "params": {**params, "_meta": meta}}) + "\n"
+        try:
+            with anyio.fail_after(ANSWER_SECONDS):
+                await self.process.stdin.send(line.encode())
+                while True:
+                    answer = json.loads(await self._lines.receive_until(b"\n", 64 * 1024 * 1024))
+                    if isinstance(answer, dict) and answer.get("id") == request_id and "method" not in answer:
+                        break
+        except (TimeoutError, OSError, ValueError, anyio.EndOfStream, anyio.BrokenResourceError) as err:
+            why = str(err) or type(err).__name__
+            raise DemoFailure(f"{self.step}: the proxy gave no answer to {method}: {why}") from err
+        if show:
+            shown = {k: v for k, v in answer.items() if k != "jsonrpc"}
+            if isinstance(shown.get("result"), dict):
+                shown["result"] = {k: v for k, v in shown["result"].items() if k != "_meta"}
+            say(f"   proxy → {one_line(compact(shown), LINE_WIDTH)}")
+        if "result" not in answer or not isinstance(answer["result"], dict):
+            raise DemoFailure(f"{self.step}: {method} was answered with an error: {one_line(compact(answer))}")
+        result: dict[str, Any] = answer["result"]
+        return result
+
+    async def until_terminal(self, task_id: str) -> dict[str, Any]:
+        """Poll ``tasks/get`` as a host does, quietly, until the task ends; print that answer."""
+        import anyio
+
+        with anyio.move_on_after(ANSWER_SECONDS):
+            while True:
+                task = await self.request("tasks/get", {"taskId": task_id}, show=False)
+                if task.get("status") in ("completed", "failed", "cancelled"):
+                    return await self.request("tasks/get", {"taskId": task_id})
+                await anyio.sleep(0.2)
+        raise DemoFailure(f"{self.step}: the task did not end within {ANSWER_SECONDS} s of the approval")
+
+
+@contextlib.asynccontextmanager
+async def line_host(program: Program, config: Path, stderr: Path, step: str) -> AsyncIterator[LineHost]:
+    """``serve -config`` as a child of the demo, with the hand-written modern host on its pipes; at
+    the end its stdin is closed and it exits as a host's proxy does."""
+    import anyio
+
+    with stderr.open("wb") as log:
+        process = await anyio.open_process([*program.argv, "serve", "-config", str(config)], stdin=subprocess.PIPE,
+                                           stdout=subprocess.PIPE, stderr=log, cwd=str(config.parent),
+                                           env=program.env())
+    try:
+        yield LineHost(process, step)
+    finally:
+        with anyio.CancelScope(shield=True):
+            if process.stdin is not None:
+                await process.stdin.aclose()
+            with anyio.move_on_after(STOP_GRACE_SECONDS):
+                await process.wait()
+            if process.returncode is None:
+                process.kill()
+                await process.wait()
+
+
+# --------------------------------------------------------------------------- what the demo leaves
 
 
 def _leftovers(directory: Path) -> list[int]:

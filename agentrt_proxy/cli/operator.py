@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any, TextIO
 
 from agentrt_proxy.canonical.encoder import go_json
-from agentrt_proxy.cli import flags, verify_state, who
+from agentrt_proxy.cli import flags, task_views, verify_state, who
 from agentrt_proxy.cli import operator_views as views
 from agentrt_proxy.cli.flags import Flags, UsageError
 from agentrt_proxy.cli.late_outcomes import late_outcome_lines
@@ -181,12 +181,14 @@ def _runs(path: str, limit: int, offset: int, as_json: bool) -> int:
         total = store.count_runs()
         summaries = _read_runs(store, limit, offset)
         budgets = views.budget_lines(store.holds.every())
+        tasks = store.tasks.of_runs([s.run.id for s in summaries])  # the runs a host follows as tasks
     # Waiting runs first within what was read; the store lists newest first.
     summaries = views.waiting_first(summaries)
     remaining = max(0, total - offset - len(summaries))
     if as_json:
         out: dict[str, Any] = {
-            "runs": [views.run_json(s.run, s.pending_approval_id) for s in summaries],
+            "runs": [task_views.with_task(views.run_json(s.run, s.pending_approval_id), tasks.get(s.run.id))
+                     for s in summaries],
             "total": total,
             "limit": limit,
             "offset": offset,
@@ -198,7 +200,7 @@ def _runs(path: str, limit: int, offset: int, as_json: bool) -> int:
     if not summaries:
         _emit([operator_text.OP_NO_RUNS])
         return 0
-    lines = views.runs_table(summaries)
+    lines = views.runs_table(summaries, tasks)
     if remaining:
         lines.append(operator_text.op_more_runs(remaining, offset + len(summaries)))
     _emit(lines + (["", *budgets] if budgets else []))
@@ -233,10 +235,11 @@ def _show(path: str, run_id: str, as_json: bool) -> int:
         steps = store.steps_of(run_id)
         approvals_ = store.approvals_of(run_id)
         pending = [a for a in approvals_ if a.status == "pending"]
+        task = store.tasks.of_runs([run_id]).get(run_id)
         if as_json:
-            _emit_json(_show_json(store, run, steps, approvals_, pending))
+            _emit_json(_show_json(store, run, steps, approvals_, pending, task))
             return 0
-        lines = views.run_header(run) + views.budget_lines(store.holds.of_run(run_id))
+        lines = views.run_header(run) + task_views.task_lines(task) + views.budget_lines(store.holds.of_run(run_id))
         for a in pending:
             reason, known = _approval_reason(store, a), late_outcome_lines(store, a)
             block = views.approval_block(a, reason, program_invocation(), os.path.abspath(path), known)
@@ -248,11 +251,11 @@ def _show(path: str, run_id: str, as_json: bool) -> int:
 
 
 def _show_json(
-    store: Store, run: Any, steps: list[Any], approvals_: list[Approval], pending: list[Approval]
+    store: Store, run: Any, steps: list[Any], approvals_: list[Approval], pending: list[Approval], task: Any
 ) -> dict[str, Any]:
     events = store.events_of(run.id, 0, JSON_EVENTS + 1)
     out: dict[str, Any] = {
-        "run": views.run_json(run, pending[-1].id if len(pending) == 1 else ""),
+        "run": task_views.with_task(views.run_json(run, pending[-1].id if len(pending) == 1 else ""), task),
         "steps": [views.step_json(s) for s in steps],
         "steps_total": len(steps),
     }
@@ -369,15 +372,16 @@ def _decide(path: str, args: DecideArgs) -> int:
             raise OperatorError(operator_text.OP_DECLINED)
         decided = _decide_shown(store, args, approval)
         run = store.get_run(args.run_id)
+        task = store.tasks.of_runs([run.id]).get(run.id)
     if args.as_json:
-        _emit_json({"run": views.run_json(run), "approval": views.approval_json(decided)})
+        _emit_json({"run": task_views.with_task(views.run_json(run), task), "approval": views.approval_json(decided)})
         return 0
     lines = [
         operator_text.op_decided(decided.id, decided.status, escaping.clean(args.by, 200)),
         operator_text.op_run_after(run.id, run.status, run.reason),
     ]
-    if decided.status == "approved" and run.status == views.WAITING:
-        lines.append(operator_text.OP_STAYS_WAITING)
+    if decided.status == "approved" and run.status == views.WAITING:  # a task's owner runs it; else the model
+        lines += task_views.after_approval(task) or [operator_text.OP_STAYS_WAITING]
     _emit(lines)
     return 0
 

@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import datetime
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
 from agentrt_proxy import canonical
 from agentrt_proxy.canonical import durations
 from agentrt_proxy.canonical.encoder import Raw, go_json
-from agentrt_proxy.store import HOLD_RESERVED, HOLD_SPENT, Approval, Event, Hold, Run, RunSummary, Step
+from agentrt_proxy.cli import task_views
+from agentrt_proxy.store import HOLD_RESERVED, HOLD_SPENT, Approval, Event, Hold, Run, RunSummary, Step, TaskRow
 from agentrt_proxy.text import escaping, operator_text
 
 CELL_BYTES = 60
@@ -118,7 +119,10 @@ def _object(text: str) -> dict[str, Any]:
 # --------------------------------------------------------------------------- runs
 
 
-def runs_table(summaries: Sequence[RunSummary]) -> list[str]:
+def runs_table(summaries: Sequence[RunSummary], tasks: Mapping[str, TaskRow] | None = None) -> list[str]:
+    """The runs; a TASK column before GOAL only when a listed run is a task (``task_views``), so a
+    table of plain runs keeps the classic columns."""
+    tasks = tasks or {}
     rows = [
         [
             cell(s.run.id),
@@ -127,11 +131,13 @@ def runs_table(summaries: Sequence[RunSummary]) -> list[str]:
             str(s.run.step_count),
             cell(s.run.created_at),
             cell(s.pending_approval_id),
+            *([task_views.task_cell(tasks.get(s.run.id))] if tasks else []),
             cell(s.run.goal),
         ]
         for s in summaries
     ]
-    return table(["RUN", "STATUS", "REASON", "STEPS", "CREATED", "APPROVAL", "GOAL"], rows)
+    task_column = [operator_text.OP_TASK_COLUMN] if tasks else []
+    return table(["RUN", "STATUS", "REASON", "STEPS", "CREATED", "APPROVAL", *task_column, "GOAL"], rows)
 
 
 def run_json(run: Run, pending_approval_id: str = "") -> dict[str, Any]:

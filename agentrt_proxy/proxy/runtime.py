@@ -192,17 +192,24 @@ class Runtime:
         return answers.for_output_schema(result)
 
     def _status(self, arguments_text: str | None) -> dict[str, Any]:
-        from agentrt_proxy.proxy.status import StatusArgumentsError, parse_arguments, parse_tool  # by open_runtime
+        from agentrt_proxy.proxy.status import (  # imported by open_runtime
+            StatusArgumentsError,
+            parse_arguments,
+            parse_task,
+            parse_tool,
+        )
 
         try:
             tool = parse_tool(arguments_text)
             if tool is not None:
                 return answers.prose(self._budget_status(tool))
-            approval_id = parse_arguments(arguments_text)
+            task_id = parse_task(arguments_text)
+            approval_id = parse_arguments(arguments_text) if task_id is None else None
         except StatusArgumentsError as err:
             return answers.prose(model_text.invalid(str(err)))
         try:
-            text = self.status.answer(approval_id, self.clock.now_ns())
+            now = self.clock.now_ns()
+            text = self.status.task(task_id, now) if task_id is not None else self.status.answer(approval_id, now)
         except StoreError:
             return answers.prose(model_text.unavailable(model_text.STATUS_COULD_NOT_READ))
         return answers.prose(text)  # GATE_STATUS: …

@@ -1,7 +1,9 @@
 """The status tool: what became of the session's approvals, answered from the database only.
 
 It never executes, decides or writes anything and is not recorded as a run. It reads the
-index rows of the last hour (at most 200) and every approval of the runs behind them.
+index rows of the last hour (at most 200), every approval of the runs behind them, and the
+tasks (proxy/tasks.py) that follow them: given ``task_id`` it answers what the host's
+``tasks/get`` would, and an approval a task waits on names the task.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from agentrt_proxy.config import READ_ONLY
 from agentrt_proxy.errors import InvalidValue
 from agentrt_proxy.gate import INTERRUPTED_SIDE_EFFECT, WAITING, attempts
 from agentrt_proxy.proxy.rules import REASON_CANCELLED, REASON_EXPIRED, past_expiry
-from agentrt_proxy.store import Approval, Event, NotFound, ProxyCall, Run, Step, Store
+from agentrt_proxy.store import Approval, Event, NotFound, ProxyCall, Run, Step, Store, TaskRow
 from agentrt_proxy.text import model_text
 
 RECENT_WINDOW = HOUR
@@ -23,7 +25,8 @@ RECENT_LIMIT = 200
 
 
 class StatusArgumentsError(InvalidValue):
-    """The status tool's arguments are not ``{}`` or ``{"approval_id": "<string>"}``."""
+    """The status tool's arguments are not ``{}``, ``{"approval_id": "<string>"}``,
+    ``{"task_id": "<string>"}`` or ``{"tool": "<string>"}``."""
 
 
 def parse_arguments(arguments_text: str | None) -> str | None:
@@ -39,16 +42,26 @@ def parse_arguments(arguments_text: str | None) -> str | None:
 
 def parse_tool(arguments_text: str | None) -> str | None:
     """The tool whose budgets the status tool is asked about (``{"tool": "<name>"}``), or None."""
+    return _only(arguments_text, "tool")
+
+
+def parse_task(arguments_text: str | None) -> str | None:
+    """The task the status tool is asked about (``{"task_id": "<id>"}``), or None."""
+    return _only(arguments_text, "task_id")
+
+
+def _only(arguments_text: str | None, name: str) -> str | None:
+    """``name``'s string when it is the one argument; None when the arguments are something else."""
     try:
         args = canonical.parse_strict(canonical.normalise_arguments(arguments_text))
     except canonical.JSONBoundaryError:
         return None
-    if not isinstance(args, dict) or set(args) != {"tool"}:
+    if not isinstance(args, dict) or set(args) != {name}:
         return None
-    tool = _string(args, "tool")
-    if tool is None:
+    value = _string(args, name)
+    if value is None:
         raise StatusArgumentsError(model_text.STATUS_BAD_ARGUMENTS)
-    return tool
+    return value
 
 
 def _string(args: dict[str, Any], name: str) -> str | None:
@@ -66,6 +79,7 @@ class _Entry:
     run: Run
     steps: list[Step]
     approvals: list[Approval]
+    task: TaskRow | None = None  # the task that follows the run's request, when a host asked for one
     events: list[Event] | None = None
 
 
@@ -92,6 +106,21 @@ class StatusReader:
                     return model_text.status_one(self._describe(entry, approval, entries, now_ns))
         return model_text.status_unknown_id(approval_id)
 
+    def task(self, task_id: str, now_ns: int) -> str:
+        """The status tool given ``task_id``: what ``tasks/get`` says of a task of this session."""
+        task = self.store.tasks.get(task_id)
+        if task is None or task.session != self.session:
+            return model_text.status_unknown_task(task_id)
+        approval = None
+        if task.approval_id:
+            entries = self._entries(now_ns)
+            for entry in entries:
+                for candidate in entry.approvals:
+                    if candidate.id == task.approval_id:
+                        approval = self._describe(entry, candidate, entries, now_ns, name_task=False)
+        return model_text.status_task(task.id, task.status, task.status_message, task.terminal, task.expired,
+                                      approval)
+
     def _entries(self, now_ns: int) -> list[_Entry]:
         entries = []
         for row in self.store.index.recent(self.session, now_ns - RECENT_WINDOW, RECENT_LIMIT):
@@ -100,11 +129,15 @@ class StatusReader:
             except NotFound:
                 continue
             entries.append(_Entry(row, run, self.store.steps_of(run.id), self.store.approvals_of(run.id)))
+        tasks = self.store.tasks.of_runs([entry.run.id for entry in entries])
+        for entry in entries:
+            entry.task = tasks.get(entry.run.id)
         return entries
 
     # ------------------------------------------------------------------------- describing
 
-    def _describe(self, entry: _Entry, approval: Approval, entries: list[_Entry], now_ns: int) -> str:
+    def _describe(self, entry: _Entry, approval: Approval, entries: list[_Entry], now_ns: int,
+                  name_task: bool = True) -> str:
         request = attempts.loads(approval.request_json)
         request = request if isinstance(request, dict) else {}
         spec = request.get("spec")
@@ -113,7 +146,11 @@ class StatusReader:
         tool = str(spec.get("name", entry.row.tool))
         args = request.get("args", {})
         subject = model_text.status_subject(approval.id, tool, canonical.policy_text(args))
-        return subject + self._state(entry, approval, tool, entries, now_ns)
+        text = subject + self._state(entry, approval, tool, entries, now_ns)
+        task = entry.task
+        if name_task and task is not None and task.approval_id == approval.id:
+            text += model_text.status_task_follows(task.id, task.status)
+        return text
 
     def _state(self, entry: _Entry, approval: Approval, tool: str, entries: list[_Entry], now_ns: int) -> str:
         age = format_go(max(0, now_ns - parse_time(approval.created_at)) // SECOND * SECOND)
@@ -136,6 +173,8 @@ class StatusReader:
         latest = attempts.latest_approval(entry.approvals)
         if latest is not None and latest.id != approval.id:
             return model_text.status_superseded(latest.id)
+        if entry.run.status == WAITING and entry.task is not None and not entry.task.terminal:
+            return model_text.STATUS_TASK_EXECUTING  # its owner collects it: the model calls nothing
         if entry.run.status == WAITING:
             return model_text.status_awaiting_collection(tool)
         if entry.run.status == "RUNNING":

@@ -177,6 +177,8 @@ class TaskBook:
                     return
                 except _Ended:
                     return
+                if not row.run_id:
+                    await self._name_its_run(row)
                 failed = row.era == ERA_2025 and result.get("isError") is True  # 2025-11-25: isError fails a task
                 await self._finish(row, TASK_FAILED if failed else TASK_COMPLETED, result)
         except StoreError:
@@ -200,6 +202,22 @@ class TaskBook:
                 raise _Ended
             with anyio.move_on_after(self.tick):
                 await self.shutting_down.wait()
+
+    async def _name_its_run(self, row: TaskRow) -> None:
+        """A 2025-11-25 task whose request needed no approval never named its run: name the run the
+        request made after the task was created (the operator's ``runs`` and ``show`` find it). Only
+        a help to the operator: when the database refuses, the task ends all the same."""
+        def name() -> None:
+            now = self.store.tasks.get(row.id)
+            if now is None or now.run_id or now.terminal:
+                return
+            made = [c for c in self.store.index.for_key(self.session, row.request_key, row.created_at)
+                    if c.created_at >= row.created_at]
+            if made:
+                self.store.tasks.bind(row.id, made[0].run_id, "", now.status_message, self.wall.now_ns())
+
+        with contextlib.suppress(StoreError):
+            await anyio.to_thread.run_sync(name)
 
     async def _await_decision(self, task_id: str, approval: Approval) -> dict[str, Any] | None:
         """Where a plain call would answer PENDING_APPROVAL: wait for the operator. None once the

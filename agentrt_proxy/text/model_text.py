@@ -240,15 +240,16 @@ SHUTTING_DOWN = "the proxy is shutting down"
 
 STATUS_DESCRIPTION = (
     "Report the requests in this session that are waiting for an operator's approval, or, given approval_id, what "
-    "became of that one: pending, approved, executed, rejected, or expired. This tool only reports; it never runs "
-    "or approves anything."
+    "became of that one: pending, approved, executed, rejected, or expired; given task_id, the state of that task. "
+    "This tool only reports; it never runs or approves anything."
 )
 STATUS_SCHEMA_TEXT = (
     '{"type":"object","properties":{"approval_id":{"type":"string","description":"The approval id a pending '
-    'result named."},"tool":{"type":"string","description":"A tool whose spending budgets to report: what '
-    'remains of each."}},"additionalProperties":false}'
+    'result named."},"task_id":{"type":"string","description":"The id of a task a call was answered with."},'
+    '"tool":{"type":"string","description":"A tool whose spending budgets to report: what remains of each."}},'
+    '"additionalProperties":false}'
 )
-STATUS_BAD_ARGUMENTS = "the only arguments are approval_id or tool, one of them, a string"
+STATUS_BAD_ARGUMENTS = "the only arguments are approval_id, task_id or tool, one of them, a string"
 
 
 def status_budgets(tool: str, lines: list[str]) -> str:
@@ -341,6 +342,7 @@ def status_awaiting_collection(tool: str) -> str:
 
 
 STATUS_EXECUTING = "APPROVED and executing now."
+STATUS_TASK_EXECUTING = "APPROVED; the proxy is executing it for its task now."
 NOT_EXECUTED_DENIED = "the policy denied it when it was collected"
 NOT_EXECUTED_INVALID = "its arguments no longer matched the tool's schema when it was collected"
 NOT_EXECUTED_CANCELLED = "an operator cancelled it"
@@ -353,6 +355,40 @@ def not_executed_run_ended(reason: str) -> str:
 
 def status_not_executed(why: str) -> str:
     return f"APPROVED but not executed: {why}."
+
+
+def status_unknown_task(task_id: str) -> str:
+    return f"{GATE_STATUS}: no task {clean(task_id, 100)} is known in this session."
+
+
+def status_task(task_id: str, status: str, message: str, terminal: bool, dropped: bool,
+                description: str | None) -> str:
+    """The status tool given ``task_id``: the task's status and status message (what the host's
+    ``tasks/get`` says), then what became of the approval it waits on, when it waits on one."""
+    said = clean(message, 1000)
+    text = f"{GATE_STATUS}: task {clean(task_id, 100)} is {clean(status, 40)}: {said.removesuffix('.')}."
+    if dropped:
+        text += " " + STATUS_TASK_DROPPED
+    elif terminal:
+        text += " " + STATUS_TASK_ENDED
+    if description:
+        text += f" Its {description}"  # the approval's status line, built by status_subject and the rest
+    return text
+
+
+STATUS_TASK_ENDED = "The host receives its answer from the task; do not call the tool again."
+STATUS_TASK_DROPPED = (
+    "Its answer was dropped when the task's time to live passed; what the request did stays recorded under its "
+    "approval id."
+)
+
+
+def status_task_follows(task_id: str, status: str) -> str:
+    """Added to an approval's status when a task follows its request (the host polls the task)."""
+    return (
+        f" Task {clean(task_id, 100)} ({clean(status, 40)}) follows this request: the host receives its result from "
+        "the task, so do not call the tool again."
+    )
 
 
 def progress_waiting() -> str:

@@ -248,6 +248,22 @@ OP_NO_STEPS = "no steps"
 OP_NO_EVENTS = "no events"
 OP_EVENTS = "events"
 
+# A run that a host follows as an MCP task (proxy/tasks.py): its line in show, its cell in runs.
+OP_TASK_COLUMN = "TASK"
+OP_TASK_RESULT_DROPPED = " (its result was dropped after its time to live; the run's record keeps what happened)"
+
+
+def op_task(task_id: str, era: str, status: str, message: str) -> str:
+    return f"task     {task_id} ({era}): {status} — {message}"
+
+
+def op_task_executes(task_id: str) -> str:
+    """After ``approve`` of a run a task waits on: no model call is needed, the proxy runs it."""
+    return (
+        f"task {task_id} waits on this run: the proxy that owns it executes the request once and the task "
+        "completes with its result (no call from the model is needed)"
+    )
+
 # verify (runtime-core §8.3)
 OP_HEAD_NONE = "head: no events"
 

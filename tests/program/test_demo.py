@@ -27,6 +27,8 @@ MARKERS = [
     "model sees (isError): bank_pay: nothing was sent to the server",
     "started again",
     "model sees: paid 5.00 to courier",
+    '"result":{"resultType":"task",',
+    "task completed: paid 20.00 to window-cleaner",
     "every process the demo started has exited",
 ]
 
@@ -40,7 +42,7 @@ def test_demo_runs_every_step() -> None:
             assert marker in done.stdout, f"missing {marker!r} in:\n{done.stdout}"
         for header in ("1. A read", "2. A payment waits", "3. The proxy is killed", "4. A host lost a response",
                        "5. The payment server dies", "6. A payment past the month's budget",
-                       "7. The server rewords a tool's description"):
+                       "7. The server rewords a tool's description", "8. An approval as a task"):
             assert f"\n{header}" in done.stdout
         assert "the proxy is killed with SIGKILL" in done.stdout
         assert "intact:" in done.stdout  # verify's report of the audit chain
@@ -60,8 +62,14 @@ def test_demo_runs_every_step() -> None:
         # again after the operator rejected the re-run; electrician: the unblocked tool ran;
         # grocer: once through the proxy (the retry was DUPLICATE), twice straight to the server.
         # courier: the server died before the approved payment was collected, so nothing was sent;
-        # started again, asked and approved again, it ran once.
-        assert by_payee == {"landlord": 1, "plumber": 1, "electrician": 1, "grocer": 3, "courier": 1}, payments
+        # started again, asked and approved again, it ran once. window-cleaner: one tools/call answered
+        # with a task; approved, the proxy itself paid once and the task completed with the result.
+        assert by_payee == {"landlord": 1, "plumber": 1, "electrician": 1, "grocer": 3, "courier": 1,
+                            "window-cleaner": 1}, payments
+        # The operator's runs shows the one run that was a task, completed.
+        header = next(line for line in done.stdout.splitlines() if line.strip().startswith("RUN "))
+        assert header.split()[6] == "TASK"
+        assert sum(1 for line in done.stdout.splitlines() if "  completed  call bank_pay" in line) == 1
         assert (directory / "runs.db").is_file()
         assert (directory / "proxy.json").stat().st_mode & 0o777 == 0o600
     finally:

@@ -276,3 +276,18 @@ def test_budgets_example_caps_payments_and_keeps_them_from_following_a_web_page(
     pay = bank.rules["pay"]
     assert (pay.amount_field, pay.currency_field, pay.requires_clean_context) == ("amount", "/currency", True)
     assert "budgets" in loaded.policy_identity()
+
+
+def test_tasks_example_keeps_a_task_a_day_past_its_approval_window(tmp_path: Path) -> None:
+    example = install_example(EXAMPLES / "tasks" / "proxy.json", tmp_path)
+    loaded = config.load_config(example)
+    hour = 3600 * 10**9
+    assert (loaded.hold, loaded.approval_ttl, loaded.task_ttl) == (10 * 10**9, 8 * hour, 32 * hour)
+    assert loaded.policy["remote_mutation"] == "require_approval"  # a payment waits for an operator: a task
+    (bank,) = loaded.servers
+    assert bank.rules["pay"].side_effect == "remote_mutation"
+    # Left out, task_ttl is the approval's window plus a day: the same 32h here.
+    document = json.loads(example.read_text())
+    del document["task_ttl"]
+    example.write_text(json.dumps(document))
+    assert config.load_config(example).task_ttl == 32 * hour

@@ -68,6 +68,7 @@ FORBIDDEN_NAME = re.compile(r"run_?id|path|database|config|program|owner", re.IG
 # Parameters and fields a template echoes on purpose: text its caller chose to show the model.
 ECHOED = {
     "approval_id": "the approval id the model may ask the status tool about",
+    "task_id": "a task id the host was answered with (unguessable, not the run id), which the model may ask about",
     "next_approval": "the approval id that now waits",
     "latest": "the approval id of the later request",
     "id": "an approval id",
@@ -201,6 +202,8 @@ def candidates(parameter: inspect.Parameter, hint: Any, value: str) -> list[Any]
     if parameter.name == "ended":
         return [*model_text.ENDED_HOW, "something else"]
     args = typing.get_args(hint)
+    if hint is bool:
+        return [False, True]
     if hint is int:
         return [0, 3, 600_000_000_000]
     if typing.get_origin(hint) is list:
