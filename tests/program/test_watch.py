@@ -80,7 +80,8 @@ def stub(directory: Path, name: str) -> Path:
         # from two children at once would interleave into lines that belong to neither.
         'args=""\n'
         'for a in "$@"; do args="$args$a|"; done\n'
-        f'printf "%sid=%s run=%s tool=%s\\n" "$args" "$AGENTRT_APPROVAL_ID" "$AGENTRT_RUN_ID" "$AGENTRT_TOOL" >> "{log}"\n'
+        'line="${args}id=$AGENTRT_APPROVAL_ID run=$AGENTRT_RUN_ID tool=$AGENTRT_TOOL"\n'
+        f'printf "%s\\n" "$line" >> "{log}"\n'
     )
     script.chmod(0o755)
     return log
