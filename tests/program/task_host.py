@@ -35,9 +35,11 @@ class RawHost:
         self.era = era  # "modern" or "2025-11-25"
         self.tasks = tasks
         self.notifications: list[dict[str, Any]] = []
+        self.sent: list[dict[str, Any]] = []  # every message this host wrote, in order
         self._ids = itertools.count(1)
         self._waiting: dict[Any, tuple[anyio.Event, dict[str, Any]]] = {}
         self.news = anyio.Event()
+        self.initialized: dict[str, Any] = {}  # the handshake era's initialize result
 
     async def _read(self) -> None:
         buffer = b""
@@ -59,6 +61,7 @@ class RawHost:
 
     async def send(self, message: dict[str, Any]) -> None:
         assert self.process.stdin is not None
+        self.sent.append(message)
         await self.process.stdin.send((json.dumps(message) + "\n").encode())
 
     def params(self, params: dict[str, Any]) -> dict[str, Any]:
@@ -104,6 +107,25 @@ class RawHost:
                     return task
                 await anyio.sleep(0.1)
 
+    def sent_requests(self, method: str) -> int:
+        """How many requests of ``method`` this host sent (the effect a task saves: a re-call)."""
+        return sum(1 for m in self.sent if m.get("method") == method and "id" in m)
+
+    def notified(self, method: str) -> list[dict[str, Any]]:
+        """The ``params`` of every notification of ``method`` received so far."""
+        return [m.get("params", {}) for m in self.notifications if m["method"] == method]
+
+    async def until_notified(self, what: str, predicate: Any, timeout: float = 30) -> dict[str, Any]:
+        """The first notification's params for which ``predicate(message)`` holds, waiting for it."""
+        with anyio.move_on_after(timeout):
+            while True:
+                for message in self.notifications:
+                    if predicate(message):
+                        params: dict[str, Any] = message.get("params", {})
+                        return params
+                await self.news.wait()  # no await between the look and the wait: none is missed
+        raise AssertionError(f"timed out waiting for {what}; received {self.notifications}")
+
     def kill(self) -> None:
         if self.process.returncode is None:
             with suppress(ProcessLookupError):
@@ -123,7 +145,7 @@ async def raw_host(argv: list[str], config: Path, env: dict[str, str], *, era: s
         async with anyio.create_task_group() as tg:
             tg.start_soon(host._read)
             if era != "modern":
-                await host.result("initialize", {"protocolVersion": era, "capabilities": {},
+                host.initialized = await host.result("initialize", {"protocolVersion": era, "capabilities": {},
                                                  "clientInfo": {"name": "hand-written-host", "version": "1"}})
                 await host.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
             try:
