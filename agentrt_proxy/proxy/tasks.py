@@ -346,7 +346,7 @@ class TaskBook:
         row = await anyio.to_thread.run_sync(self.store.tasks.get, task_id)
         if row is None or row.session != self.session:
             raise JsonRpcError(INVALID_PARAMS, model_text.TASK_NOT_FOUND)
-        if row.expired:
+        if _expired(row, self.wall.now_ns()):
             raise JsonRpcError(INVALID_PARAMS, model_text.TASK_EXPIRED)
         self._told.setdefault(row.id, (row.status, row.status_message))
         return row
@@ -399,7 +399,8 @@ class TaskBook:
         after = _cursor(params.get("cursor"))
         rows = await anyio.to_thread.run_sync(self.store.tasks.page, self.session, after, PAGE_SIZE + 1)
         page = rows[:PAGE_SIZE]
-        listed: dict[str, Any] = {"tasks": [tasks_wire.task_2025(_state(r)) for r in page]}
+        now = self.wall.now_ns()
+        listed: dict[str, Any] = {"tasks": [tasks_wire.task_2025(_state(r)) for r in page if not _expired(r, now)]}
         if len(rows) > PAGE_SIZE:
             last = page[-1]
             listed["nextCursor"] = base64.urlsafe_b64encode(f"{last.created_at}:{last.id}".encode()).decode()
@@ -440,6 +441,12 @@ class TaskBook:
                 await self.host.notify(tasks_wire.STATUS_NOTIFICATION_2025, tasks_wire.task_2025(_state(row)))
             for send in list(self._watchers.get(task_id, ())):
                 await send(tasks_wire.STATUS_NOTIFICATION_EXTENSION, tasks_wire.task_extension(_state(row)))
+
+
+def _expired(row: TaskRow, now_ns: int) -> bool:
+    """Whether the host is told the task has expired: swept (its result dropped), or ended and
+    past its TTL and not swept yet (the sweep runs once a minute; the answer must not wait on it)."""
+    return row.expired or (row.terminal and row.past_ttl(now_ns))
 
 
 def _cursor(value: object) -> tuple[int, str] | None:
