@@ -66,6 +66,10 @@ CANCEL_GRACE_SECONDS = 1.0  # how long a cancel waits for a new task's request t
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 
+# An approval rejected in the host's name (``decided_by``) -> why its task was withdrawn.
+_WITHDRAWALS = {record_text.WITHDRAWN_BY_HOST: model_text.TASK_WITHDRAWN_BY_HOST,
+                record_text.WITHDRAWN_BY_TTL: model_text.TASK_WITHDRAWN_TTL}
+
 Call = Callable[[LoadedTool, "str | None", CallContext, WhenPending], Awaitable[dict[str, Any]]]
 Send = Callable[[str, dict[str, Any]], Awaitable[None]]
 
@@ -172,10 +176,16 @@ class TaskBook:
             with anyio.CancelScope(shield=True):
                 try:
                     result = await self._call_until_answered(tool, row, ctx)
+                    why = await self._withdrawn_why(row.id)
                 except JsonRpcError as err:
                     await self._finish(row, TASK_FAILED, _error_object(err))
                     return
                 except _Ended:
+                    return
+                if why is not None:
+                    # The host's cancel rejected the approval and this driver decided again
+                    # (REJECTED) before that cancel ended the task: it ends cancelled all the same.
+                    await self._finish(row, TASK_CANCELLED, answers.prose(model_text.withdrawn(why)), message=why)
                     return
                 if not row.run_id:
                     await self._name_its_run(row)
@@ -246,6 +256,16 @@ class TaskBook:
                 return None
             with anyio.move_on_after(self.poll):
                 await self.shutting_down.wait()
+
+    async def _withdrawn_why(self, task_id: str) -> str | None:
+        """Why the task's approval was withdrawn in the host's name (its cancel, its TTL), if it was."""
+        row = await self._row(task_id)
+        if not row.approval_id:
+            return None
+        approval = await anyio.to_thread.run_sync(self.store.get_approval, row.approval_id)
+        if approval.status == APPROVAL_PENDING:
+            return None
+        return _WITHDRAWALS.get(approval.decided_by)
 
     async def _row(self, task_id: str) -> TaskRow:
         row = await anyio.to_thread.run_sync(self.store.tasks.get, task_id)

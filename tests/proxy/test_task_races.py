@@ -1,0 +1,55 @@
+"""Races of a task's driver with the host's ``tasks/cancel`` (proxy/tasks.py), made certain.
+
+In the real program the window is a few milliseconds: the cancel rejects the approval in the
+host's name, then ends the task. A driver that sees the rejection in between decides again and
+hears REJECTED. Here the cancel's ending is held back for three of the driver's ticks, so the
+driver always sees it first; the task must end ``cancelled`` all the same. The proxy runs in
+process (tests/harness.py); the task book is driven directly, as the host session does.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from agentrt_proxy.proxy import tasks as proxy_tasks
+from agentrt_proxy.store import ERA_2025, TASK_CANCELLED
+from tests.harness import proxy_harness
+
+pytestmark = pytest.mark.anyio
+
+
+async def bound_task(book: proxy_tasks.TaskBook, tool: Any, arguments: str) -> str:
+    """A 2025-11-25 task of ``arguments`` once its driver waits on the approval."""
+    created = await book.create_2025(tool, arguments)
+    task_id = str(created["task"]["taskId"])
+    with anyio.fail_after(15):
+        while not (await anyio.to_thread.run_sync(book.store.tasks.get, task_id)).approval_id:  # type: ignore[union-attr]
+            await anyio.sleep(0.05)
+    return task_id
+
+
+async def test_a_cancel_whose_rejection_the_driver_sees_first_still_ends_the_task_cancelled(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async with proxy_harness(tmp_path) as h:
+        book = h.proxy.runtime.tasks
+        task_id = await bound_task(book, h.proxy.runtime.tools["bank_pay"], '{"to":"nina","amount":12}')
+        finish = book._finish
+
+        async def late_cancel(row: Any, status: str, answer: Any, message: str = "") -> None:
+            if status == TASK_CANCELLED and message == proxy_tasks.model_text.TASK_WITHDRAWN_BY_HOST:
+                await anyio.sleep(3 * book.tick)  # the driver's ticks go by: it sees the rejection
+            await finish(row, status, answer, message)
+
+        monkeypatch.setattr(book, "_finish", late_cancel)
+        cancelled = await book.request(ERA_2025, "tasks/cancel", {"taskId": task_id})
+        assert cancelled["status"] == "cancelled", cancelled
+        row = await anyio.to_thread.run_sync(book.store.tasks.get, task_id)
+        assert row is not None and row.status == "cancelled" and "WITHDRAWN" in row.result, row
+        [approval] = h.approvals()
+        assert approval.status == "rejected" and approval.decided_by == "host:tasks/cancel"
+        assert h.payments() == 0
