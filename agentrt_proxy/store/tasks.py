@@ -106,41 +106,37 @@ class Tasks:
             )
         return self.get(task_id)  # type: ignore[return-value]  # just committed
 
+    def _update_working(self, task_id: str, assignments: str, values: tuple[object, ...],
+                        condition: str = "", condition_values: tuple[object, ...] = ()) -> bool:
+        """One compare-and-set on a working task: True when it was still working (and ``condition``)."""
+        with self._db.write() as tx:
+            cur = tx.conn.execute(
+                f"UPDATE proxy_tasks SET {assignments} WHERE id = ? AND status = ?{condition}",
+                (*values, task_id, TASK_WORKING, *condition_values),
+            )
+            return cur.rowcount == 1
+
     @mapped
     def bind(self, task_id: str, run_id: str, approval_id: str, message: str, now_ns: int) -> bool:
         """Name the run and the approval a working task waits on (the status the host sees)."""
         _check(task_id, TASK_WORKING, TASK_WORKING)
-        with self._db.write() as tx:
-            cur = tx.conn.execute(
-                "UPDATE proxy_tasks SET run_id = ?, approval_id = ?, status_message = ?, updated_at = ? "
-                "WHERE id = ? AND status = ?",
-                (run_id, approval_id, message, now_ns, task_id, TASK_WORKING),
-            )
-            return cur.rowcount == 1
+        return self._update_working(task_id, "run_id = ?, approval_id = ?, status_message = ?, updated_at = ?",
+                                    (run_id, approval_id, message, now_ns))
 
     @mapped
     def finish(self, task_id: str, status: str, message: str, result: str, now_ns: int) -> bool:
         """End a working task with its answer; False when it had already ended (cancelled)."""
         _check(task_id, TASK_WORKING, status)
-        with self._db.write() as tx:
-            cur = tx.conn.execute(
-                "UPDATE proxy_tasks SET status = ?, status_message = ?, result = ?, updated_at = ?, owner = '', "
-                "lease_until = 0 WHERE id = ? AND status = ?",
-                (status, message, result, now_ns, task_id, TASK_WORKING),
-            )
-            return cur.rowcount == 1
+        return self._update_working(
+            task_id, "status = ?, status_message = ?, result = ?, updated_at = ?, owner = '', lease_until = 0",
+            (status, message, result, now_ns))
 
     @mapped
     def claim(self, task_id: str, owner: str, lease_until: int, now_ns: int) -> bool:
         """Take a working task whose lease ran out (or that ``owner`` holds already)."""
         _check(task_id, TASK_WORKING, TASK_WORKING)
-        with self._db.write() as tx:
-            cur = tx.conn.execute(
-                "UPDATE proxy_tasks SET owner = ?, lease_until = ? "
-                "WHERE id = ? AND status = ? AND (owner = ? OR lease_until <= ?)",
-                (owner, lease_until, task_id, TASK_WORKING, owner, now_ns),
-            )
-            return cur.rowcount == 1
+        return self._update_working(task_id, "owner = ?, lease_until = ?", (owner, lease_until),
+                                    " AND (owner = ? OR lease_until <= ?)", (owner, now_ns))
 
     @mapped
     def renew(self, owner: str, lease_until: int) -> int:
