@@ -145,7 +145,7 @@ def pin_command(
             anyio.run(pin_review.review_all, config, config_path, out, connector, flags.on("json"))
             return 0
         if flags.get("accept") is not None:
-            return _accept(config, config_path, flags, out, err_out, connector)
+            return _accept(config, config_path, flags, out, err_out, connector, overrides)
         asker = ask or pin_review.ask_on_terminal
         refused = anyio.run(_pin_all, config, config_path, out, connector, asker, overrides)
     except (ConfigError, LoadError, ManifestError, OSError) as err:
@@ -160,12 +160,17 @@ def pin_command(
 
 
 def _accept(
-    config: Config, config_path: str, flags: Flags, out: TextIO, err_out: TextIO, connector: Connector
+    config: Config, config_path: str, flags: Flags, out: TextIO, err_out: TextIO, connector: Connector,
+    overrides: frozenset[tuple[str, str]] = frozenset(),
 ) -> int:
-    """``pin -accept SERVER [-tools a,b] -expect FP``: pin what the review showed, or nothing."""
+    """``pin -accept SERVER [-tools a,b] -expect FP``: pin what the review showed, or nothing.
+    The scan gates what is accepted as it gates a bare pin: an accepted tool with a hard finding
+    is left out unless ``-override`` names it, and the command then fails naming it."""
+    from agentrt_proxy.cli import pin_scan
+
     name = flags.get("accept") or ""
     try:
-        manifest = anyio.run(
+        manifest, chosen, carried = anyio.run(
             pin_review.accept_server,
             config,
             config_path,
@@ -179,8 +184,13 @@ def _accept(
         out.flush()
         return _fail(str(refused), err_out)
     server = next(s for s in config.servers if s.name == name)
-    write_manifest(server.manifest, manifest)
-    _write_pinned(server.name, str(server.manifest), manifest, out)
+    gated = pin_scan.gate(config, server, manifest, overrides | carried, out)
+    write_manifest(server.manifest, gated)
+    _write_pinned(server.name, str(server.manifest), gated, out)
+    left_out = [tool for tool in chosen if tool in manifest.tools and tool not in gated.tools]
+    if left_out:
+        err_out.write(cli_text.accept_refused_by_scan(server.name, left_out) + "\n")
+        return 1
     return 0
 
 

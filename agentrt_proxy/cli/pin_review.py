@@ -135,9 +135,12 @@ async def accept_server(
     expect: str,
     stdout: TextIO,
     connector: Connector,
-) -> Manifest:
+) -> tuple[Manifest, list[str], frozenset[tuple[str, str]]]:
     """``pin -accept``: the new manifest, written only when the fresh review's fingerprint is
-    ``expect``; otherwise the fresh review is shown and ``AcceptRefused`` raised."""
+    ``expect`` (otherwise the fresh review is shown and ``AcceptRefused`` raised); the tools it
+    takes; and the overrides the pin recorded for the tools it leaves as they were, which the
+    scan that gates the new manifest honours again (an accepted tool's are not carried over:
+    its new text is scanned afresh)."""
     server = next((s for s in config.servers if s.name == name), None)
     if server is None:
         raise UsageError(f"-accept {escaping.go_quote(name)}: the configuration has no such server")
@@ -162,7 +165,13 @@ async def accept_server(
     prompts: dict[str, PinnedPrompt] | None = old.prompts if old is not None else None
     if tools is None:
         prompts = fresh.prompts
-    return Manifest(server=server.name, pinned_at=fresh.pinned_at, tools=kept, prompts=prompts)
+    carried = frozenset(
+        (tool, str(record.get("rule", "")))
+        for tool, records in (old.scan.overridden.items() if old is not None and old.scan is not None else ())
+        if tool not in chosen
+        for record in records
+    )
+    return Manifest(server=server.name, pinned_at=fresh.pinned_at, tools=kept, prompts=prompts), chosen, carried
 
 
 async def review_of_opened(config: Config, opened: OpenServers) -> list[ServerReview]:

@@ -101,6 +101,17 @@ def repin_refused(server: str) -> str:
     )
 
 
+def accept_refused_by_scan(server: str, tools: list[str]) -> str:
+    """``pin -accept`` took the review, and the scan refused some of the tools it accepted."""
+    from agentrt_proxy.text.escaping import go_quote, sanitize
+
+    names = ", ".join(go_quote(tool) for tool in tools)
+    return sanitize(
+        f"{PROGRAM}: error: server {go_quote(server)}: the scan refused the accepted tool(s) {names}: they are not "
+        "pinned and never offered; the findings and the -override that would take them are printed above"
+    )
+
+
 def help_text() -> str:
     return SCOPE + "\n" + USAGE
 

@@ -147,3 +147,48 @@ def test_check_passes_a_listing_with_no_finding(tmp_path: Path) -> None:
     code, out, err = run_check(config)
     assert code == 0, err
     assert "scan:" not in out
+
+
+def _review_fingerprint(config: Path) -> str:
+    shown = io.StringIO()
+    assert pin.pin_command(["-config", str(config), "-review", "-json"], stdout=shown) == 0
+    [review] = json.loads(shown.getvalue())["servers"]
+    return str(review["fingerprint"])
+
+
+CLEAN_ADD = {"name": "add", "description": "Adds two numbers.", "inputSchema": {"type": "object"}}
+CLEAN = [CLEAN_ADD, TOOLS[2]]
+
+
+def test_accepting_a_change_that_poisons_a_tool_is_refused_by_the_scan_unless_overridden(tmp_path: Path) -> None:
+    config = _config(tmp_path, CLEAN)
+    assert _pin(config)[0] == 0
+    write_script(tmp_path / "script.json", tools=json.dumps([TOOLS[0], TOOLS[2]]))  # add now poisoned
+    fingerprint = _review_fingerprint(config)
+    code, out, err = _pin(config, "-accept", "fs", "-expect", fingerprint)
+    assert code == 1
+    assert 'the scan refused the accepted tool(s) "add"' in err and "scan: refused add: hard" in out
+    manifest = read_manifest(tmp_path / "fs.json")
+    assert "add" not in manifest.tools and manifest.scan is not None and "add" in manifest.scan.refused
+    rules = ",".join(sorted({"add:" + f["rule"] for f in manifest.scan.refused["add"]}))
+
+    write_script(tmp_path / "script.json", tools=json.dumps([TOOLS[0], TOOLS[2]]))
+    code, out, err = _pin(config, "-accept", "fs", "-expect", _review_fingerprint(config), "-override", rules)
+    assert code == 0, err
+    manifest = read_manifest(tmp_path / "fs.json")
+    assert manifest.tools["add"].description == POISONED
+    assert manifest.scan is not None and set(manifest.scan.overridden) == {"add"}
+
+
+def test_accepting_another_tools_change_keeps_an_earlier_override(tmp_path: Path) -> None:
+    config = _config(tmp_path, [TOOLS[0], TOOLS[2]])
+    _pin(config)
+    refused = read_manifest(tmp_path / "fs.json").scan.refused["add"]  # type: ignore[union-attr]
+    assert _pin(config, "-override", ",".join(sorted({"add:" + f["rule"] for f in refused})))[0] == 0
+    changed_note = {**TOOLS[2], "description": "Read one note by its exact name."}
+    write_script(tmp_path / "script.json", tools=json.dumps([TOOLS[0], changed_note]))
+    code, _, err = _pin(config, "-accept", "fs", "-tools", "read_note", "-expect", _review_fingerprint(config))
+    assert code == 0, err
+    manifest = read_manifest(tmp_path / "fs.json")
+    assert manifest.tools["read_note"].description == "Read one note by its exact name."
+    assert "add" in manifest.tools and manifest.scan is not None and set(manifest.scan.overridden) == {"add"}
