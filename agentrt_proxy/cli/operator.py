@@ -179,8 +179,9 @@ def runs_command(argv: list[str]) -> int:
 def _runs(path: str, limit: int, offset: int, as_json: bool) -> int:
     with _opened(path, writer=False) as store:
         total = store.count_runs()
-        summaries = _read_runs(store, limit, offset)
-        budgets = views.budget_lines(store.holds.every())
+        summaries = views.read_runs(store, limit, offset, RUNS_PAGE)
+        holds = store.holds.every()
+        budgets = views.budget_lines(holds)
         tasks = store.tasks.of_runs([s.run.id for s in summaries])  # the runs a host follows as tasks
     # Waiting runs first within what was read; the store lists newest first.
     summaries = views.waiting_first(summaries)
@@ -195,6 +196,8 @@ def _runs(path: str, limit: int, offset: int, as_json: bool) -> int:
         }
         if remaining:
             out["truncated"] = True
+        if holds:
+            out["budgets"] = views.budget_json(holds)
         _emit_json(out)
         return 0
     if not summaries:
@@ -205,18 +208,6 @@ def _runs(path: str, limit: int, offset: int, as_json: bool) -> int:
         lines.append(operator_text.op_more_runs(remaining, offset + len(summaries)))
     _emit(lines + (["", *budgets] if budgets else []))
     return 0
-
-
-def _read_runs(store: Store, limit: int, offset: int) -> list[Any]:
-    """``limit`` runs from ``offset`` (0 = all of them), read a page at a time."""
-    out: list[Any] = []
-    while limit == 0 or len(out) < limit:
-        want = RUNS_PAGE if limit == 0 else min(RUNS_PAGE, limit - len(out))
-        page = store.list_runs(want, offset + len(out))
-        out += page
-        if len(page) < want:
-            break
-    return out
 
 
 # --------------------------------------------------------------------------- show
@@ -264,6 +255,9 @@ def _show_json(
     out["approvals_total"] = len(approvals_)
     if pending:
         out["waiting_approval"] = views.approval_json(pending[-1])
+    holds = store.holds.of_run(run.id)
+    if holds:
+        out["budgets"] = views.budget_json(holds)
     out["limit"], out["offset"] = 0, 0
     out["events"] = [views.event_json(e) for e in events[:JSON_EVENTS]]
     if len(events) > JSON_EVENTS:

@@ -18,7 +18,7 @@ from agentrt_proxy import canonical
 from agentrt_proxy.canonical import durations
 from agentrt_proxy.canonical.encoder import Raw, go_json
 from agentrt_proxy.cli import task_views
-from agentrt_proxy.store import HOLD_RESERVED, HOLD_SPENT, Approval, Event, Hold, Run, RunSummary, Step, TaskRow
+from agentrt_proxy.store import HOLD_RESERVED, HOLD_SPENT, Approval, Event, Hold, Run, RunSummary, Step, Store, TaskRow
 from agentrt_proxy.text import escaping, operator_text
 
 CELL_BYTES = 60
@@ -330,15 +330,40 @@ def approval_json(approval: Approval) -> dict[str, Any]:
     return out
 
 
-def budget_lines(holds: Sequence[Hold]) -> list[str]:
-    """What each budget has spent and holds reserved (released rows count for nothing), summed
-    exactly over the rows given: a run's for ``show``, every row for ``runs``."""
+def _budget_sums(holds: Sequence[Hold]) -> dict[str, dict[str, Decimal]]:
+    """Spent and reserved per budget (released rows count for nothing), summed exactly."""
     sums: dict[str, dict[str, Decimal]] = {}
     for hold in holds:
         by_state = sums.setdefault(hold.budget, {HOLD_SPENT: Decimal(0), HOLD_RESERVED: Decimal(0)})
         if hold.state in by_state:
             by_state[hold.state] += Decimal(hold.amount)
+    return sums
+
+
+def budget_lines(holds: Sequence[Hold]) -> list[str]:
+    """What each budget has spent and holds reserved, over the rows given: a run's for ``show``,
+    every row for ``runs``."""
     return [
         operator_text.op_budget(name, format(by_state[HOLD_SPENT], "f"), format(by_state[HOLD_RESERVED], "f"))
-        for name, by_state in sums.items()
+        for name, by_state in _budget_sums(holds).items()
     ]
+
+
+def budget_json(holds: Sequence[Hold]) -> list[dict[str, str]]:
+    """The same for ``-json``: exact decimals as strings, as the amounts are stored."""
+    return [
+        {"budget": name, "spent": format(by_state[HOLD_SPENT], "f"), "reserved": format(by_state[HOLD_RESERVED], "f")}
+        for name, by_state in _budget_sums(holds).items()
+    ]
+
+
+def read_runs(store: Store, limit: int, offset: int, page_size: int) -> list[RunSummary]:
+    """``limit`` runs from ``offset`` (0 = all of them), read ``page_size`` at a time."""
+    out: list[RunSummary] = []
+    while limit == 0 or len(out) < limit:
+        want = page_size if limit == 0 else min(page_size, limit - len(out))
+        page = store.list_runs(want, offset + len(out))
+        out += page
+        if len(page) < want:
+            break
+    return out

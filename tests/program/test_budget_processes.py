@@ -6,6 +6,7 @@ the reservations are read from the database opened read-only.
 
 from __future__ import annotations
 
+import json
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -78,6 +79,8 @@ async def test_an_unknown_outcome_of_50_stays_spent_until_approve_re_runs_it_onc
         approval = await _unknown_fifty(w, host)
         shown = run_program(["show", "-db", w.db, approval.run_id], timeout=30)
         assert "budget daily: 0 spent, 50.0 reserved" in shown.stdout, shown.stdout
+        shown_json = json.loads(run_program(["show", "-db", w.db, approval.run_id, "-json"], timeout=30).stdout)
+        assert shown_json["budgets"] == [{"budget": "daily", "spent": "0", "reserved": "50.0"}]
         w.release()
         await w.approve(approval)
         again = await host.call("bank_pay", {"to": "kim", "amount": 50.00, "mode": "block"})
@@ -86,6 +89,8 @@ async def test_an_unknown_outcome_of_50_stays_spent_until_approve_re_runs_it_onc
         assert holds(w) == {"spent": Decimal(50)}
         listed = run_program(["runs", "-db", w.db], timeout=30)
         assert "budget daily: 50.0 spent, 0 reserved" in listed.stdout, listed.stdout
+        listed_json = json.loads(run_program(["runs", "-db", w.db, "-json"], timeout=30).stdout)
+        assert listed_json["budgets"] == [{"budget": "daily", "spent": "50.0", "reserved": "0"}]
 
 
 async def test_an_unknown_outcome_of_50_is_released_by_reject(
