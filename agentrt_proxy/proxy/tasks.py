@@ -54,6 +54,7 @@ from agentrt_proxy.store import (
     Store,
     StoreError,
     TaskRow,
+    new_task_id,
 )
 from agentrt_proxy.text import model_text, record_text
 from agentrt_proxy.upstream import LoadedTool
@@ -309,10 +310,13 @@ class TaskBook:
         name = tool.name if tool is not None else "(status)"
         key = canonical.request_key(name, arguments_text) or ""
         row = await self._create(ERA_2025, name, key, arguments_text, "", "", model_text.TASK_STARTED)
-        if status_answer is not None:
-            await self._finish(row, TASK_COMPLETED, await status_answer())
-        else:
+        if status_answer is None:
             self._start(row)
+            return tasks_wire.created_2025(_state(row))
+        try:
+            await self._finish(row, TASK_COMPLETED, await status_answer())
+        finally:
+            self._driving.discard(row.id)  # ended here, or left for a tick to drive (and end) it
         return tasks_wire.created_2025(_state(row))
 
     def when_pending_extension(self, tool: LoadedTool, arguments_text: str | None) -> WhenPending:
@@ -335,10 +339,19 @@ class TaskBook:
     async def _create(self, era: str, tool: str, key: str, arguments_text: str | None, run_id: str,
                       approval_id: str, message: str) -> TaskRow:
         now = self.wall.now_ns()
-        row = await anyio.to_thread.run_sync(lambda: self.store.tasks.create(
-            session=self.session, era=era, tool=tool, request_key=key, arguments=arguments_text, run_id=run_id,
-            approval_id=approval_id, message=message, now_ns=now, ttl_ms=self.ttl_ms, owner=self.owner,
-            lease_until=now + self.lease_ns))
+        # The id is drawn here and held as driven before the row exists: the owner's tick sees
+        # every working task of this owner, and must not start a second driver for one this
+        # coroutine is still making (a status tool's task, born complete, would end "unknown tool").
+        task_id = new_task_id()
+        self._driving.add(task_id)
+        try:
+            row = await anyio.to_thread.run_sync(lambda: self.store.tasks.create(
+                session=self.session, era=era, tool=tool, request_key=key, arguments=arguments_text, run_id=run_id,
+                approval_id=approval_id, message=message, now_ns=now, ttl_ms=self.ttl_ms, owner=self.owner,
+                lease_until=now + self.lease_ns, task_id=task_id))
+        except BaseException:
+            self._driving.discard(task_id)
+            raise
         self._told[row.id] = (row.status, row.status_message)
         return row
 

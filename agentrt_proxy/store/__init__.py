@@ -73,7 +73,7 @@ from agentrt_proxy.store.states import (
     WAITING,
 )
 from agentrt_proxy.store.store import Store
-from agentrt_proxy.store.tasks import ERA_2025, ERA_EXTENSION, TaskRow
+from agentrt_proxy.store.tasks import ERA_2025, ERA_EXTENSION, TaskRow, new_task_id
 from agentrt_proxy.store.tx import Tx
 from agentrt_proxy.text.record_text import MSG_RUN_STATE
 
@@ -157,6 +157,7 @@ __all__ = [
     "holds",
     "new_id",
     "new_run_id",
+    "new_task_id",
     "pending_approvals",
     "record_passthrough",
 ]

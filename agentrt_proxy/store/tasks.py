@@ -94,10 +94,10 @@ class Tasks:
     @mapped
     def create(self, *, session: str, era: str, tool: str, request_key: str, arguments: str | None,
                run_id: str, approval_id: str, message: str, now_ns: int, ttl_ms: int, owner: str,
-               lease_until: int) -> TaskRow:
-        """A new working task, committed when this returns."""
+               lease_until: int, task_id: str | None = None) -> TaskRow:
+        """A new working task (``task_id``, else a new one), committed when this returns."""
         _check("(new task)", NEW, TASK_WORKING)
-        task_id = new_task_id()
+        task_id = task_id or new_task_id()
         with self._db.write() as tx:
             tx.conn.execute(
                 f"INSERT INTO proxy_tasks ({_COLS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, '', ?, ?, ?, ?, ?, 0)",

@@ -53,3 +53,19 @@ async def test_a_cancel_whose_rejection_the_driver_sees_first_still_ends_the_tas
         [approval] = h.approvals()
         assert approval.status == "rejected" and approval.decided_by == "host:tasks/cancel"
         assert h.payments() == 0
+
+
+async def test_a_status_task_whose_answer_is_slow_is_never_driven_by_the_owners_tick(tmp_path: Path) -> None:
+    """The status tool's task is born complete: while its answer is being read, the owner's tick
+    (which drives every working task of its owner) must leave it alone, or it ends "unknown tool"."""
+    async with proxy_harness(tmp_path) as h:
+        book = h.proxy.runtime.tasks
+
+        async def slow_status() -> dict[str, Any]:
+            await anyio.sleep(4 * book.tick)  # several ticks go by while the task is working
+            return proxy_tasks.answers.prose("GATE_STATUS: nothing waits.")
+
+        created = await book.create_2025(None, "{}", slow_status)
+        row = await anyio.to_thread.run_sync(book.store.tasks.get, created["task"]["taskId"])
+        assert row is not None and row.status == "completed", row
+        assert "GATE_STATUS" in row.result and "unknown tool" not in row.result
