@@ -164,8 +164,8 @@ class Tasks:
     def forget_results(self, session: str, now_ns: int) -> int:
         """Ended tasks past their time to live are expired: their results are dropped (the run's
         record keeps what happened) and ``tasks/get`` says so."""
-        placeholders = ", ".join("?" for _ in TASK_TERMINAL)
-        where = (f"session = ? AND expired = 0 AND status IN ({placeholders}) "
+        ended = ", ".join("?" for _ in TASK_TERMINAL)  # one SQL parameter per ended status
+        where = (f"session = ? AND expired = 0 AND status IN ({ended}) "
                  "AND created_at + ttl_ms * 1000000 <= ?")
         args = (session, *TASK_TERMINAL, now_ns)
         with self._reading() as conn:  # a read first: an idle proxy commits nothing

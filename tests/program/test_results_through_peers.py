@@ -191,3 +191,40 @@ async def test_max_result_bytes_caps_what_the_host_gets_and_what_is_recorded(
     assert observation["summary"].endswith(", truncated") and observation["form"] == "call_tool_result"
     assert observation["content"]["content"][-1]["text"] == texts[2]
     assert len(json.dumps(observation["content"], separators=(",", ":")).encode()) <= 1024
+
+
+@pytest.mark.anyio
+async def test_an_approved_write_to_the_npm_filesystem_server_runs_once_as_a_task_with_its_own_result(
+    tmp_path: Path, program_argv: list[str], program_env: dict[str, str]
+) -> None:
+    """A real peer behind a task: the filesystem server's write_file (local_mutation, which this
+    configuration makes wait for an operator) is called once by a 2026-07-28 host that declared
+    the tasks extension; the real ``approve`` lets the proxy execute it; the task completes with
+    the server's own answer and the file holds the text once."""
+    from agentrt_proxy.store import Store
+    from tests.program.task_host import raw_host
+
+    config, sandbox = write_config(tmp_path)
+    target = sandbox / "note.txt"
+    db = str(config.parent / "proxy.db")
+    with anyio.fail_after(120):
+        async with raw_host(program_argv, config, program_env) as host:
+            created = await host.call("fs_write_file", {"path": str(target), "content": "hello sandbox\n"})
+            assert created["resultType"] == "task", created
+            assert not target.exists()  # waiting on the operator: nothing written
+            store = Store.open_readonly(db)
+            try:
+                with store.read() as conn:
+                    run_id, approval_id = conn.execute(
+                        "SELECT run_id, id FROM approvals WHERE status = 'pending'").fetchone()
+            finally:
+                store.close()
+            approved = await anyio.to_thread.run_sync(lambda: run_program(
+                ["approve", "-db", db, run_id, "-approval", approval_id, "-by", "tester", "-yes"], timeout=30))
+            assert approved.returncode == 0, approved.stderr
+            done = await host.until_terminal(created["taskId"], timeout=60)
+    assert done["status"] == "completed", done
+    assert not done["result"].get("isError"), done
+    assert "note.txt" in json.dumps(done["result"]["content"])  # the server's own words about the write
+    assert target.read_text() == "hello sandbox\n"
+    assert host.sent_requests("tools/call") == 1
