@@ -13,10 +13,27 @@ from dataclasses import dataclass, fields
 
 from agentrt_proxy.store.errors import ClaimLost, RunIdTaken
 from agentrt_proxy.store.sqlite_errors import mapped
-from agentrt_proxy.store.states import CALL, OUTCOME_UNSEEN, illegal_move, transition_error
+from agentrt_proxy.store.states import (
+    CALL,
+    OUTCOME_KNOWN,
+    OUTCOME_NONE,
+    OUTCOME_UNKNOWN,
+    OUTCOME_UNSEEN,
+    illegal_move,
+    transition_error,
+)
 from agentrt_proxy.store.transactions import Database
 from agentrt_proxy.text.operator_text import MSG_CLAIM_LOST
 from agentrt_proxy.text.record_text import MSG_RUN_ID_TAKEN
+
+# The two statements below whose moves are fixed (settle_empty: unseen -> none; unsettle: any
+# settled outcome -> unseen) are held to the state table once, when the module loads: a table
+# that stopped allowing either fails the import, not a write on the call path.
+_SETTLED = (OUTCOME_NONE, OUTCOME_KNOWN, OUTCOME_UNKNOWN)
+for _expect, _new in (((OUTCOME_UNSEEN,), OUTCOME_NONE), (_SETTLED, OUTCOME_UNSEEN)):
+    _illegal = illegal_move(CALL, _expect, _new)
+    if _illegal is not None:
+        raise transition_error("?", "proxy_calls (store/index.py)", _illegal)
 
 
 @dataclass
@@ -130,8 +147,8 @@ class CallIndex:
         with self._db.write() as tx:
             cur = tx.conn.execute(
                 "UPDATE proxy_calls SET outcome = ?, settled_at = CASE WHEN settled_at = 0 THEN ? "
-                "ELSE settled_at END WHERE id = ? AND outcome = 0",
-                (outcome, now, row_id),
+                "ELSE settled_at END WHERE id = ? AND outcome = ?",
+                (outcome, now, row_id, OUTCOME_UNSEEN),
             )
             return cur.rowcount == 1
 
@@ -141,9 +158,9 @@ class CallIndex:
         are one statement (the one read of the runtime's tables). Unseen → none."""
         with self._db.write() as tx:
             cur = tx.conn.execute(
-                "UPDATE proxy_calls SET settled_at = ?, outcome = 1 WHERE id = ? AND settled_at = 0 "
-                "AND NOT EXISTS (SELECT 1 FROM runs WHERE runs.id = proxy_calls.run_id)",
-                (now, row_id),
+                "UPDATE proxy_calls SET settled_at = ?, outcome = ? WHERE id = ? AND settled_at = 0 "
+                "AND outcome = ? AND NOT EXISTS (SELECT 1 FROM runs WHERE runs.id = proxy_calls.run_id)",
+                (now, OUTCOME_NONE, row_id, OUTCOME_UNSEEN),
             )
             return cur.rowcount == 1
 
@@ -152,7 +169,8 @@ class CallIndex:
         """The run's row back to unseen (its run moved again): none, known or unknown → unseen."""
         with self._db.write() as tx:
             tx.conn.execute(
-                "UPDATE proxy_calls SET settled_at = 0, outcome = 0 WHERE run_id = ? AND settled_at != 0", (run_id,)
+                "UPDATE proxy_calls SET settled_at = 0, outcome = ? WHERE run_id = ? AND settled_at != 0",
+                (OUTCOME_UNSEEN, run_id),
             )
 
     @mapped
