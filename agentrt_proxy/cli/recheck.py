@@ -21,13 +21,14 @@ from agentrt_proxy.cli.recheck_report import (
     reports_json,
     summary,
 )
-from agentrt_proxy.config import Config, ConfigError, check_database_file, load_config
+from agentrt_proxy.config import Config, check_database_file, load_config
+from agentrt_proxy.errors import AgentrtError
 from agentrt_proxy.gate import (
     OfferedTool,
     ProxyPolicy,
     offered_tools_from_config,
 )
-from agentrt_proxy.store import Store, StoreError
+from agentrt_proxy.store import Store
 from agentrt_proxy.text import escaping, operator_text
 from agentrt_proxy.upstream import OpenError, OpenServers, open_servers
 
@@ -38,7 +39,6 @@ from agentrt_proxy.cli.recheck_engine import DEFAULT_LIMIT, Options, recheck_sto
 from agentrt_proxy.text.cli_text import PROGRAM
 
 Opener = Callable[[Config], Any]
-
 
 
 async def recheck(
@@ -109,9 +109,7 @@ def command(
     try:
         config = load_config(path)
         reports = anyio.run(recheck, config, options, err_out.write, opener)
-    except (ConfigError, OpenError, StoreError, OSError) as err:
-        return _fail(err, err_out)
-    except Exception as err:  # never a traceback: one line naming what failed
+    except (AgentrtError, OSError) as err:  # a bug goes on to cli/main's one frame
         return _fail(err, err_out)
     _write(reports, config, as_json, out)
     return _exit(reports, options.session or config.session, err_out)

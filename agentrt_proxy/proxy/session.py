@@ -19,6 +19,7 @@ import anyio.abc
 
 from agentrt_proxy import __version__
 from agentrt_proxy.config import Config, ConfigError
+from agentrt_proxy.errors import AgentrtError
 from agentrt_proxy.mcp import CallContext, JsonRpcError, ServerSession, open_stdio
 from agentrt_proxy.proxy.host_link import HostLink
 from agentrt_proxy.text import model_text, operator_text
@@ -59,7 +60,7 @@ class Proxy:
             self.runtime = await opener(self.config, self.write_stderr, self.shutting_down, host=self.host)
         except ConfigError as err:
             self.failed = str(err)
-        except Exception as err:  # a dead server, a locked database: one line, never a traceback
+        except (AgentrtError, OSError) as err:  # a dead server, a locked database: one line
             self.failed = f"{type(err).__name__}: {err}" if not str(err) else str(err)
         if self.failed is not None:
             self.write_stderr(operator_text.operator_error(self.failed))

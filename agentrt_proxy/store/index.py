@@ -63,8 +63,9 @@ class CallIndex:
             return [ProxyCall(*r) for r in self._db.conn.execute(sql, args).fetchall()]
 
     @mapped
-    def claim(self, session: str, key: str, tool: str, side_effect: str, run_id: str,
-              prev: int | None, now: int) -> ProxyCall:
+    def claim(
+        self, session: str, key: str, tool: str, side_effect: str, run_id: str, prev: int | None, now: int
+    ) -> ProxyCall:
         """Close ``prev`` (the key's open row the caller read) and open a row for ``run_id``,
         in one write transaction. Raises ClaimLost when the open row is no longer ``prev``."""
         with self._db.write() as tx:
@@ -111,8 +112,7 @@ class CallIndex:
     def attempts(self, session: str, key: str) -> list[ProxyCall]:
         """Rows of the key whose run got as far as an attempt (outcome other than none)."""
         return self._rows(
-            f"SELECT {_COLS} FROM proxy_calls WHERE session = ? AND request_key = ? AND outcome != 1 "
-            "ORDER BY id DESC",
+            f"SELECT {_COLS} FROM proxy_calls WHERE session = ? AND request_key = ? AND outcome != 1 ORDER BY id DESC",
             (session, key),
         )
 

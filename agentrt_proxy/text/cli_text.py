@@ -170,3 +170,13 @@ def usage_hint(command: str) -> str:
     mine = [line.strip() for line in USAGE.splitlines() if line.startswith(f"  {PROGRAM} {command} ")]
     shown = "".join(f"usage: {line}\n" for line in mine) or "usage:\n"
     return shown + f"run {PROGRAM} -help for every command\n"
+
+
+def unexpected_error(command: str, err: BaseException, traceback_file: str | None) -> str:
+    """What a bug costs the operator: one line naming it, and where its traceback went."""
+    what = " ".join(str(err).split()) or "no message"
+    where = f"its traceback is in {traceback_file}" if traceback_file else "its traceback could not be written"
+    return (
+        f"{PROGRAM}: {command}: unexpected error ({type(err).__name__}: {what}); this is a bug in "
+        f"{PROGRAM}, not in your input; {where}\n"
+    )

@@ -82,6 +82,27 @@ def test_a_damaged_copy_missing_a_command_says_so_in_one_line(monkeypatch: pytes
     assert "no_such_module_here" in err and "reinstall" in err and err.count("\n") == 1
 
 
+def test_a_bug_in_a_command_is_one_line_naming_a_file_that_holds_its_traceback(
+    monkeypatch: pytest.MonkeyPatch, capsys, tmp_path: Path
+) -> None:
+    def command(argv: list[str]) -> int:
+        raise ZeroDivisionError("the frame under test")
+
+    monkeypatch.setitem(main.COMMANDS, "check", command)
+    monkeypatch.setenv("TMPDIR", str(tmp_path))
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)  # read TMPDIR again
+    assert main.main(["check", "-config", "x"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "ZeroDivisionError: the frame under test" in err
+    (written,) = tmp_path.glob("agentrt-proxy-error-*.txt")
+    assert str(written) in err
+    assert oct(written.stat().st_mode & 0o777) == "0o600"
+    trace = written.read_text()
+    assert trace.startswith("Traceback") and "in command" in trace
+
+
 def test_a_leading_flag_means_serve(monkeypatch: pytest.MonkeyPatch) -> None:
     chosen: list[str] = []
 
