@@ -12,12 +12,12 @@ callers' own rules:
   U+2028/U+2029 escaped: what the original's operator tools read. Like ``json.dumps`` it writes
   NaN and the infinities and keeps a lone surrogate, so its C fast path and this walk agree.
 - ``CANONICAL``: the hashing form (runtime-core §4.1). Keys sorted by their UTF-8 bytes, HTML-safe.
-- ``POLICY``: the form a policy is handed (§4.2): as ``CANONICAL`` with nothing HTML-escaped,
+- ``POLICY``: the form a policy is handed (runtime-core §4.2): as ``CANONICAL`` with nothing HTML-escaped,
   U+2028/U+2029 raw too.
-- ``SCHEMA``: the canonical schema form (proxy §1.8): keys sorted, HTML escaping off, U+2028/U+2029
+- ``SCHEMA``: the canonical schema form (proxy-and-mcp-module §1.8): keys sorted, HTML escaping off, U+2028/U+2029
   escaped (Go's ``json.Marshal`` after ``SetEscapeHTML(false)``). Its numbers are written by the
   schema form's decoder (``schema_form``), so here they are literals like any other.
-- ``MANIFEST``: a manifest file (§1.9): Go's ``MarshalIndent`` with two spaces, fields in the
+- ``MANIFEST``: a manifest file (proxy-and-mcp-module §1.9): Go's ``MarshalIndent`` with two spaces, fields in the
   order given, HTML-safe. Indented exactly as Go does it: the compact text, re-indented.
 
 A float that is not finite is refused (``JSONBoundaryError``) by every style but ``STORE``.

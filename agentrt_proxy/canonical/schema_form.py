@@ -1,4 +1,4 @@
-"""The canonical *schema* form of spec §1.8, and the pin hashes built on it.
+"""The canonical *schema* form of proxy-and-mcp-module §1.8, and the pin hashes built on it.
 
 This is the form the original wrote with Go's ``encoding/json`` after decoding with
 ``UseNumber``: keys sorted, no insignificant whitespace, no HTML escaping, strings

@@ -15,10 +15,10 @@ subcommands. The demo narrates its steps (spec proxy-and-mcp-module §4.2, and l
    two straight against the server;
 5. the server dies between two calls and is started again; 6. a payment past the budget is
    OVER_BUDGET; 7. the server rewords a tool's description: ``check`` refuses the tool and shows
-   the review (a unified diff), and a bare ``pin`` will not take the change (issue 15);
+   the review (a unified diff), and a bare ``pin`` will not take the change (decision 0018);
 8. an approval as a task: a hand-written host of the 2026-07-28 revision that declared the tasks
    extension calls once, gets a task, polls it; the operator approves and the proxy itself pays
-   once and completes the task with the result (issue 17).
+   once and completes the task with the result (decision 0020).
 
 It ends with the ledger, ``runs`` and ``verify`` as the operator sees them. Exit 0 only
 when every step behaved as narrated; exit 1 with one line naming the first that did not.

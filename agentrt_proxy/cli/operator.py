@@ -287,7 +287,7 @@ def _read_run(store: Store, run_id: str) -> Any:
 
 
 def _approval_reason(store: Store, approval: Approval) -> str:
-    """The policy's reason, from the approval.requested event that asked (§7.5)."""
+    """The policy's reason, from the approval.requested event that asked (runtime-core §7.5)."""
     after = 0
     while True:
         page = store.events_of(approval.run_id, after, EVENTS_PAGE)

@@ -103,7 +103,7 @@ def loads(text: str) -> Any:
 
 
 def json_column(text: str) -> Any:
-    """A stored JSON column for -json output: verbatim when it parses, bounded (§1.12)."""
+    """A stored JSON column for -json output: verbatim when it parses, bounded (runtime-core §1.12)."""
     if not text:
         return None
     if len(text) > MAX_PAGE_TEXT:

@@ -48,7 +48,7 @@ def _config_path(argv: list[str]) -> str:
 
 
 def _review_flags(argv: list[str]) -> Flags:
-    """``pin``'s review flags (issue 15): -review [-json], or -accept SERVER [-tools a,b] -expect FP."""
+    """``pin``'s review flags (decision 0018): -review [-json], or -accept SERVER [-tools a,b] -expect FP."""
     flags = parse(argv, options=("config", "accept", "tools", "expect"), switches=("review", "json"))
     if flags.get("accept") is not None and not flags.get("expect"):
         raise UsageError("-accept SERVER needs -expect FINGERPRINT, the fingerprint its review printed")
@@ -80,7 +80,7 @@ async def _pin_all(
     ask: pin_review.Ask,
     overrides: frozenset[tuple[str, str]] = frozenset(),
 ) -> list[str]:
-    """Pin every server; the servers whose changes were not taken (never silently: issue 15).
+    """Pin every server; the servers whose changes were not taken (never silently: decision 0018).
     The scan gates each listing first: a tool with a hard finding is left out unless overridden."""
     from agentrt_proxy.cli import pin_scan
 
@@ -134,7 +134,7 @@ def pin_command(
     out, err_out = stdout or sys.stdout, stderr or sys.stderr
     from agentrt_proxy.cli.pin_scan import take_overrides
 
-    argv, overrides = take_overrides(argv)  # issue 15: -override TOOL:RULE takes a tool the scan refused
+    argv, overrides = take_overrides(argv)  # decision 0019: -override TOOL:RULE takes a tool the scan refused
     flags = _review_flags(argv)
     config_path = flags.get("config")
     if not config_path or flags.positionals:
@@ -213,7 +213,7 @@ async def _check(
     try:
         _write_reports(opened.reports, text)
         await _write_passthrough(config, opened, text)
-        if scan_failures is not None:  # issue 15: check runs the scan too
+        if scan_failures is not None:  # decision 0019: check runs the scan too
             from agentrt_proxy.cli.pin_scan import check_scan
 
             scan_failures.extend(check_scan(config, opened, text))
@@ -224,7 +224,7 @@ async def _check(
 
 
 async def _write_reviews(config: Config, config_path: str, opened: OpenServers, stdout: TextIO, as_json: bool) -> None:
-    """What changed since each server's pin (issue 15): every refused or new tool, reviewed."""
+    """What changed since each server's pin (decision 0018): every refused or new tool, reviewed."""
     reviews = await pin_review.review_of_opened(config, opened)
     if as_json:
         pin_review.write_json(reviews, stdout)
@@ -291,7 +291,7 @@ def check_command(
         for server in down:
             _fail(operator_text.server_down_in_check(server.server, server.error), err_out)
         return 1
-    if scan_failures:  # issue 15: a hard finding on an offered tool that no pin reviewed
+    if scan_failures:  # decision 0019: a hard finding on an offered tool that no pin reviewed
         out.flush()
         for line in scan_failures:
             _fail(line, err_out)

@@ -1,4 +1,4 @@
-"""Re-pinning bound to what the operator was shown (issue 15, items 1, 2 and 7).
+"""Re-pinning bound to what the operator was shown (decision 0018).
 
 ``pin -review -config FILE [-json]`` lists every server and shows what differs from its pin,
 writing nothing. ``pin -accept SERVER [-tools a,b] -expect FINGERPRINT -config FILE`` pins that

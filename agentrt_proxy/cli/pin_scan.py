@@ -1,4 +1,4 @@
-"""The scanner inside ``pin`` and ``check`` (issue 15, item 4): the override flag, the gate, the lines.
+"""The scanner inside ``pin`` and ``check`` (decision 0019): the override flag, the gate, the lines.
 
 Kept apart from ``cli/pin.py`` so that ``pin`` calls it in one place each: ``pin`` gates every
 server's new manifest (``upstream.scan_gate.gate_pin``) and prints the findings; ``check`` scans

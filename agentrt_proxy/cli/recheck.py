@@ -1,4 +1,4 @@
-"""``agentrt-proxy recheck``: today's policy handed every recorded decision (proxy spec §2.11, §3).
+"""``agentrt-proxy recheck``: today's policy handed every recorded decision (proxy-and-mcp-module §2.11, §3).
 
 Parses the flags, opens the database read-only (and, with ``-current-tools``, the servers as
 serving does), runs the re-check (``recheck_engine``) and writes the reports as text or JSON.
@@ -44,7 +44,7 @@ Opener = Callable[[Config], Any]
 async def recheck(
     config: Config, options: Options, log: Callable[[str], Any], opener: Opener | None = None
 ) -> list[Report]:
-    """Re-check under the policy the configuration gives now (proxy spec §2.11)."""
+    """Re-check under the policy the configuration gives now (proxy-and-mcp-module §2.11)."""
     check_database_file(config.database)
     store = Store.open_readonly(str(config.database))
     try:

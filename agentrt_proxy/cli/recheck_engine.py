@@ -1,5 +1,5 @@
 """Re-checking recorded decisions: each recorded ``step.policy`` rebuilt as it was handed then,
-and answered by today's policy (proxy spec §2.11, §3; runtime-core §2.4–2.5, §8.4).
+and answered by today's policy (proxy-and-mcp-module §2.11, §3; runtime-core §2.4–2.5, §8.4).
 
 The request comes from the step's recorded arguments and the spec named by ``spec_hash`` (or,
 with ``-current-tools``, the tool's spec as loaded now), the run from ``run.created`` and the
@@ -236,7 +236,7 @@ class Recheck:
         self, request: ToolRequest, view: RunView, rec: _Record, event: Event, step: Step
     ) -> PolicyDecision | Exception:
         """Today's policy, with the re-run named by the run's next recorded interruption
-        approval of this step (proxy spec §2.10), never by memory."""
+        approval of this step (proxy-and-mcp-module §2.10), never by memory."""
         attempt = _next_interruption(rec, step, view)
         if attempt is not None:
             self.policy.mark_rerun(rec.run.id, attempt)

@@ -1,4 +1,4 @@
-"""Attach: collecting a grant (runtime-core §3.6) and taking over a run (§5.3, §3.7)."""
+"""Attach: collecting a grant (runtime-core §3.6) and taking over a run (runtime-core §5.3, §3.7)."""
 
 from __future__ import annotations
 

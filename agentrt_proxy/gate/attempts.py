@@ -148,7 +148,7 @@ def error_text(obs: dict[str, Any]) -> str:
 
 
 def classify_tool_error(obs: dict[str, Any], read_only: bool, is_known_answer: Callable[[str], bool]) -> Ended | None:
-    """``None`` for a known failure; how it ended when its outcome is unknown (§2.7.2)."""
+    """``None`` for a known failure; how it ended when its outcome is unknown (proxy-and-mcp-module §2.7.2)."""
     if read_only:
         return None  # a read has no effect to repeat
     content = obs.get("content")

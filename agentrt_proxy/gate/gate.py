@@ -55,7 +55,7 @@ class Gate:
         # millisecond (two processes) must not share an owner, or each would renew and
         # release the other's leases (runtime-core §5.1).
         self.owner = f"{lease_owner}/{secrets.token_hex(6)}" if lease_owner else secrets.token_hex(16)
-        self._active: set[str] = set()  # runs with a session of this gate open (§5.3's in-process claim)
+        self._active: set[str] = set()  # runs with a session of this gate open (runtime-core §5.3's in-process claim)
         # (hash, recorded JSON) of each tool, computed once: begin and propose write them
         self._spec_rows = {name: (spec.spec_hash(), go_json(spec.tree())) for name, spec in self.tools.items()}
 

@@ -56,7 +56,7 @@ def trailing_failures(steps: list[Step]) -> int:
 
 
 def loop(steps: list[Step], threshold: int) -> dict[str, Any] | None:
-    """Trailing tool calls with the same tool, arguments and observation (§5.4)."""
+    """Trailing tool calls with the same tool, arguments and observation (runtime-core §5.4)."""
     sig = None
     n = 0
     for s in reversed(steps):

@@ -124,7 +124,7 @@ def _invalid_field(raw: str | bytes) -> tuple[str, bool]:
 
 
 def record_decision(d: Decision) -> RecordedDecision:
-    """Verbatim before validation (§1.8), with the strict boundary applied to args/result."""
+    """Verbatim before validation (runtime-core §1.8), with the strict boundary applied to args/result."""
     tree: dict[str, Any] = {"kind": d.kind}
     if d.tool:
         tree["tool"] = d.tool

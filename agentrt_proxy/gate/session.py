@@ -247,7 +247,7 @@ class Session:
         return RunView(run, steps, self.store.approvals_of(self.run_id), step)
 
     def dispatch(self, step: Step, prop: Proposal, *, expect_run: str, on_resume: bool) -> Verdict:
-        """One dispatch for proposal and collection (§2.3, ``dispatch.py``)."""
+        """One dispatch for proposal and collection (runtime-core §2.3, ``dispatch.py``)."""
         return dispatch_decision(self, step, prop, expect_run=expect_run, on_resume=on_resume)
 
     def allow(self, step: Step, prop: Proposal) -> None:

@@ -5,7 +5,7 @@ In the modern era there is no ``initialize``: every request carries its protocol
 the client's capabilities in ``params._meta``, ``server/discover`` says what the server is,
 every result names its ``resultType`` and the cacheable results carry ``ttlMs`` and
 ``cacheScope``. The facts are the revision's schema (``mcp-types`` 2.3.0 ``_v2026_07_28``
-and ``../shared/spec/mcp-protocol.md`` §5, §6).
+and mcp-protocol §5, §6).
 
 -32020 (``HeaderMismatch``) compares HTTP headers with the body. The host side of this proxy
 is stdio only, which has no headers, so the code is named here and never sent.

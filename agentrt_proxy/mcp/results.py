@@ -1,4 +1,4 @@
-"""Turning a raw ``CallToolResult`` into the recorded outcome (spec §1.13.6–8, and the
+"""Turning a raw ``CallToolResult`` into the recorded outcome (proxy-and-mcp-module §1.13.6–8, and the
 deviation of docs/decisions/0015: results pass through as the server sent them).
 
 A result that is not an error is recorded as the server's own fields: its ``content`` array

@@ -1,6 +1,6 @@
 """Executing a run the gate allowed, outside the lock, and what a recorded error means
 (proxy-and-mcp-module §2.7): a known failure ends the run; an unknown outcome asks an
-operator, in the same run, whether the recorded request runs again (§2.7.3).
+operator, in the same run, whether the recorded request runs again (proxy-and-mcp-module §2.7.3).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The host's resources, prompts and completion requests, passed through (issue 13, item 11).
+"""The host's resources, prompts and completion requests, passed through (decision 0013).
 
 ``upstream.passthrough`` routes each request to the server that opted in and answers it; this
 module is what the host-facing session calls for the methods beyond tools (``handle``), and it

@@ -60,7 +60,7 @@ class Runtime:
         self.config = config
         self.host = host  # notifications to the host (relayed from the upstreams)
         self.notes = ServerNotes(host, write_stderr)
-        self.notes.on_tools_changed = self._tools_changed  # listed again at once (issue 15, item 6)
+        self.notes.on_tools_changed = self._tools_changed  # listed again at once (decision 0018)
         opened.relay(self.notes)
         self.opened = opened
         self._relists: set[asyncio.Task[Any]] = set()

@@ -198,7 +198,7 @@ async def run_session(proxy: Proxy, session: ServerSession, *, handle_signals: b
             tg.cancel_scope.cancel()
 
         async def stop_accepting_at_eof() -> None:
-            # Stdin's end is a shutdown: no more calls, and a hold ends at once (§2.6.5).
+            # Stdin's end is a shutdown: no more calls, and a hold ends at once (proxy-and-mcp-module §2.6.5).
             await session.input_closed.wait()
             proxy.shutting_down.set()
 

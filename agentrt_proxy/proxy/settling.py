@@ -1,7 +1,7 @@
 """A finished run's outcome cached on its index row, and the proxy's closing decision for a
 run its call did not complete (a ``fail`` decision, origin operator: proxy-and-mcp-module §2.5).
 
-The index row is a cache of the run's record (§2.4): settling reads the run again and
+The index row is a cache of the run's record (proxy-and-mcp-module §2.4): settling reads the run again and
 writes what its last attempt came to, once (``settle`` only writes an unsettled row).
 """
 

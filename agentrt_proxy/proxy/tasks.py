@@ -1,4 +1,4 @@
-"""Calls answered as MCP tasks (issue 17, docs/decisions/0020): an approval the host polls for.
+"""Calls answered as MCP tasks (docs/decisions/0020): an approval the host polls for.
 
 A call that waits on an operator no longer has to end in PENDING_APPROVAL and a second call by
 the model. A host that declared the tasks extension (2026-07-28) gets a task once the hold has

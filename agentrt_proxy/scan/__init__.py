@@ -1,4 +1,4 @@
-"""The offline description scanner: tool poisoning found in what servers list (issue 15).
+"""The offline description scanner: tool poisoning found in what servers list (decision 0019).
 
 Pure and deterministic, stdlib only. ``fields`` turns a tool, a prompt or a server's
 instructions into the texts a model reads; the rules (``hidden``, ``phrases`` applied by

@@ -33,7 +33,7 @@ VERIFY_PAGE = 128  # events read per statement while walking the chain
 
 
 def chain_hash(prev: str, seq: int, run_id: str, step_id: str, at: str, type_: str, payload: str) -> str:
-    """The event's link: SHA-256 over seven netstrings of the stored strings (§8.1)."""
+    """The event's link: SHA-256 over seven netstrings of the stored strings (runtime-core §8.1)."""
     buf = []
     for part in (prev, str(seq), run_id, step_id, at, type_, payload):
         b = part.encode("utf-8")
@@ -43,7 +43,7 @@ def chain_hash(prev: str, seq: int, run_id: str, step_id: str, at: str, type_: s
 
 def head_for_append(c: sqlite3.Connection) -> tuple[int, str]:
     """The highest seq ever given (AUTOINCREMENT's counter, or the last event's if higher)
-    and the last event's hash, in one statement (read once per transaction, §8.2)."""
+    and the last event's hash, in one statement (read once per transaction, runtime-core §8.2)."""
     row = c.execute(
         "SELECT (SELECT seq FROM sqlite_sequence WHERE name = 'events'), last.seq, last.hash "
         "FROM (SELECT 1) LEFT JOIN (SELECT seq, hash FROM events ORDER BY seq DESC LIMIT 1) AS last"
@@ -102,7 +102,7 @@ def read_event_hash(db: Database, seq: int) -> str | None:
 def verify_chain(db: Database, from_seq: int = 0, to_seq: int = 0, kept: tuple[int, str] | None = None,
                  observe: Callable[[Event], None] | None = None) -> VerifyReport:
     """Walk the chain from..to (defaults: first event to the head) and stop at the first
-    break (§8.3). A ``kept`` head (seq, hash) must be reached and must still match.
+    break (runtime-core §8.3). A ``kept`` head (seq, hash) must be reached and must still match.
     ``observe`` is handed each event whose link verified, in seq order."""
     head_seq, head_hash = read_head(db)
     last = to_seq or head_seq

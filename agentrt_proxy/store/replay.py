@@ -1,5 +1,5 @@
 """The state the chain explains, replayed from its events, and each state row held against it
-(issue 14, item 7).
+(`verify`'s state check: docs/operator.md, "Checking the record").
 
 The state tables are not chained (runtime-core §8.2): an edit to ``runs``, ``approvals`` or
 ``proxy_calls`` breaks no link, yet a forged ``approvals.status`` executes and a deleted

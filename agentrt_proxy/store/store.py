@@ -260,7 +260,7 @@ class Store:
     def verify(self, from_seq: int = 0, to_seq: int = 0, head: tuple[int, str] | None = None, *,
                state: bool = True, approval_hash: Callable[[Approval], str] | None = None) -> VerifyReport:
         """Walk the chain from..to (defaults: first event to the head) and stop at the first
-        break (§8.3). A kept ``head`` (seq, hash) must be reached and must still match.
+        break (runtime-core §8.3). A kept ``head`` (seq, hash) must be reached and must still match.
 
         With ``state`` and a walk of the whole chain that found it intact, every row of runs,
         approvals and proxy_calls is then held against what the events explain (``replay.py``),

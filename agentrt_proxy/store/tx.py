@@ -44,7 +44,7 @@ class Tx:
 
     def __init__(self, conn: sqlite3.Connection, stored_specs: frozenset[str] | set[str] = frozenset()) -> None:
         self._c = conn
-        self._head: tuple[int, str] | None = None  # the chain head, read once and advanced by append (§8.2)
+        self._head: tuple[int, str] | None = None  # the chain head: read once, advanced by append (runtime-core §8.2)
         self.specs_written: set[str] = set()  # tool_specs hashes this transaction wrote (or found there)
         self._stored_specs = stored_specs  # hashes an earlier committed transaction of this database wrote
 
@@ -186,7 +186,7 @@ class Tx:
     # events ---------------------------------------------------------------------------
     @mapped
     def append(self, run_id: str, step_id: str, at: str, type_: str, payload: Mapping[str, Any] | None) -> Event:
-        """Append one event with the next seq across all runs and its chain hash (§8.2)."""
+        """Append one event with the next seq across all runs and its chain hash (runtime-core §8.2)."""
         if self._head is None:
             self._head = head_for_append(self._c)
         seq = self._head[0] + 1

@@ -1,4 +1,4 @@
-"""The fake payment server of spec §4.1: a stdio MCP server standing in for a bank.
+"""The fake payment server of proxy-and-mcp-module §4.1: a stdio MCP server standing in for a bank.
 
 Run as ``python -m agentrt_proxy.testing.fakebank``. Environment: ``FAKE_PAYMENTS_LEDGER``
 (the ledger file; one line per executed payment, fsync'ed before the answer) and

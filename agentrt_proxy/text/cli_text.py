@@ -92,7 +92,7 @@ def program_invocation() -> str:
 
 
 def repin_refused(server: str) -> str:
-    """A bare ``pin`` that found changes and was not told to take them (issue 15)."""
+    """A bare ``pin`` that found changes and was not told to take them (decision 0018)."""
     from agentrt_proxy.text.escaping import go_quote, sanitize
 
     return sanitize(

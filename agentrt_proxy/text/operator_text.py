@@ -106,7 +106,7 @@ def tool_off_pin(server: str, remote: str, reason: str) -> str:
 
 
 def tool_changed_held(server: str, remote: str, reason: str, review_command: str) -> str:
-    """A server changed a tool while serving (issue 15, item 6): it is no longer offered."""
+    """A server changed a tool while serving (decision 0018): it is no longer offered."""
     review = f"; review it with: {review_command}" if review_command else "; review it with pin -review"
     return operator_line(
         f"server {go_quote(server)}: tool {go_quote(remote)} changed while serving ({reason}); it is no longer "
@@ -304,7 +304,7 @@ def op_kept_head_changed(seq: int, kept: str, found: str) -> str:
 
 
 # ------------------------------------------------------------------------------ recheck
-# What ``agentrt-proxy recheck`` tells the operator (runtime-core §8.4, proxy spec §2.11, §3).
+# What ``agentrt-proxy recheck`` tells the operator (runtime-core §8.4, proxy-and-mcp-module §2.11, §3).
 
 RECHECK_MAX_TEXT = 240  # every value in a report line is sanitized and cut at this many bytes
 RECHECK_SCOPE = (

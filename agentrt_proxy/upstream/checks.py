@@ -1,4 +1,4 @@
-"""The per-tool load checks (spec §1.11): one pinned, classified tool against its live listing,
+"""The per-tool load checks (proxy-and-mcp-module §1.11): one pinned, classified tool against its live listing,
 the operator's rule and the server's entry, decided purely; the first that fails is the reason
 the report gives.
 
@@ -198,7 +198,7 @@ def load_jsonschema() -> None:
 
 
 def _accept(name: str, side_effect: str, timeout: int, restricted_text: str, schema: Any) -> Any:
-    """The runtime's own acceptance of the tool spec (spec §1.11 check 13)."""
+    """The runtime's own acceptance of the tool spec (proxy-and-mcp-module §1.11 check 13)."""
     # Imported here, not at the top: jsonschema costs ~60 ms, and serving spawns the
     # upstreams before it is loaded (proxy.runtime.open_runtime); only this check needs it.
     load_jsonschema()

@@ -3,7 +3,7 @@
 A call refuses what the operator forbids (a denied or fixed parameter, arguments that are not
 an object) before anything is sent, injects the fixed values and calls the server. A recorded
 error text that is an answer (the server's, or such a refusal) is told apart from silence by the
-tool's known-answer pattern (spec §2.7.2).
+tool's known-answer pattern (proxy-and-mcp-module §2.7.2).
 """
 
 from __future__ import annotations
@@ -132,7 +132,7 @@ def _json_kind(value: Any) -> str:
 
 
 def known_answer_pattern(server: str, remote: str, name: str) -> re.Pattern[str]:
-    """The recorded error texts that are answers, not silence (spec §2.7.2)."""
+    """The recorded error texts that are answers, not silence (proxy-and-mcp-module §2.7.2)."""
     result = (
         rf"{re.escape(server)}/{re.escape(remote)}: \d+ bytes(?:, truncated)?"
         r"(?:, structured content of \d+ bytes dropped for the text)?, error: "

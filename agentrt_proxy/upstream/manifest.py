@@ -1,4 +1,4 @@
-"""A server's manifest: what pin recorded of its tools (spec §1.9), written and read back.
+"""A server's manifest: what pin recorded of its tools (proxy-and-mcp-module §1.9), written and read back.
 
 The manifest is read through the ownership check, refuses a repeated key and ignores fields it
 does not know.
@@ -37,7 +37,7 @@ class ManifestError(ConfigurationError):
 
 
 def manifest_text(manifest: Manifest) -> str:
-    """The manifest file's text: spec §1.9's shape as Go's ``MarshalIndent`` writes it (two spaces,
+    """The manifest file's text: proxy-and-mcp-module §1.9's shape as Go's ``MarshalIndent`` writes it (two spaces,
     fields in this order, HTML-safe), newline-terminated."""
     tools: dict[str, Any] = {}
     for name in sorted(manifest.tools):
@@ -57,7 +57,7 @@ def manifest_text(manifest: Manifest) -> str:
     document: dict[str, Any] = {"server": manifest.server, "pinned_at": manifest.pinned_at, "tools": tools}
     if manifest.prompts is not None:  # only a server whose prompts pass through pins them
         document["prompts"] = {name: _prompt_entry(manifest.prompts[name]) for name in sorted(manifest.prompts)}
-    if manifest.scan is not None:  # the scan's refusals and the operator's overrides (issue 15)
+    if manifest.scan is not None:  # the scan's refusals and the operator's overrides (decisions 0018, 0019)
         document["scan"] = {
             key: {tool: [dict(f) for f in found] for tool, found in sorted(getattr(manifest.scan, key).items())}
             for key in ("refused", "overridden")

@@ -66,7 +66,7 @@ class ServerNotes:
         self._write_stderr = write_stderr
         self._queue: deque[dict[str, Any]] = deque(maxlen=MAX_QUEUED)
         self._writer: asyncio.Task[None] | None = None
-        # Serving sets it: a server's changed list is listed again at once (issue 15, item 6).
+        # Serving sets it: a server's changed list is listed again at once (decision 0018).
         self.on_tools_changed: Callable[[str], None] | None = None
 
     def attach(self, server: str, connection: _Notifying) -> None:

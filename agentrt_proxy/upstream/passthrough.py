@@ -1,4 +1,4 @@
-"""Resources, prompts and completion passed through to the servers that opted in (issue 13, item 11).
+"""Resources, prompts and completion passed through to the servers that opted in (decision 0013).
 
 A server passes its resources through with ``"resources": true`` and its prompts with
 ``"prompts": true``, and only when its own ``initialize`` result offers them. Lists aggregate

@@ -1,4 +1,4 @@
-"""What a server lists and what ``pin`` records of it (spec §1.9): one live tool, one pinned
+"""What a server lists and what ``pin`` records of it (proxy-and-mcp-module §1.9): one live tool, one pinned
 tool, a server's manifest, and the annotations as the SDK keeps them.
 """
 
@@ -51,7 +51,7 @@ class PinnedTool:
     schema_hash: str
     description_hash: str
     annotations: dict[str, Any] | None = None
-    # The listing's title and output schema (canonical form), pinned since issue 15 so a change to
+    # The listing's title and output schema (canonical form), pinned (decision 0018) so a change to
     # either is reviewed and refused; ``display_pinned`` is False for a manifest written before.
     title: str | None = None
     output_schema: bytes | None = None
@@ -73,7 +73,7 @@ class PinnedPrompt:
 
 @dataclass(frozen=True)
 class ScanRecord:
-    """What the scan decided at pin (issue 15): per tool (or ``prompt:NAME``) the hard findings
+    """What the scan decided at pin (decision 0019): per tool (or ``prompt:NAME``) the hard findings
     that refused it (it is not pinned) or that the operator overrode by name (it is)."""
 
     refused: dict[str, tuple[dict[str, str], ...]] = field(default_factory=dict)
@@ -132,7 +132,7 @@ def pin_prompt(listed: Any) -> PinnedPrompt:
 
 
 def normalise_annotations(value: Any) -> dict[str, Any] | None:
-    """The server's annotations as the SDK's ``ToolAnnotations`` keeps them (spec §1.9)."""
+    """The server's annotations as the SDK's ``ToolAnnotations`` keeps them (proxy-and-mcp-module §1.9)."""
     if not isinstance(value, dict):
         return None
     kept: dict[str, Any] = {}

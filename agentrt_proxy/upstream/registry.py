@@ -1,4 +1,4 @@
-"""The registry of offered tools: one server's load (spec §1.11).
+"""The registry of offered tools: one server's load (proxy-and-mcp-module §1.11).
 
 ``decide`` is the pure heart of Load: from one server's manifest, its rules and a live listing
 it decides, tool by tool (``checks``), what registers, what is refused and why, and what is only
@@ -129,7 +129,7 @@ def decide(
     upstream: Upstream | None = None,
     prepared: Mapping[str, Prepared] | None = None,
 ) -> tuple[list[LoadedTool], Report]:
-    """Decide every pinned tool against the live listing (pure; spec §1.11).
+    """Decide every pinned tool against the live listing (pure; proxy-and-mcp-module §1.11).
 
     Returns the registered tools in the server's tool-name order and the report. Raises
     ``LoadError`` (with the report) when nothing registers. ``prepared`` (``prepare`` on the

@@ -1,4 +1,4 @@
-"""The review of a server's changes since its pin (issue 15, items 1, 2 and 7): pure.
+"""The review of a server's changes since its pin (decision 0018): pure.
 
 ``review_server(manifest, live_tools, live_prompts)`` compares every pinned tool (and prompt)
 with what the server lists now and says, per changed one, exactly what differs: the description

@@ -1,4 +1,4 @@
-"""The structural comparison of two JSON schemas (issue 15, item 1): every difference, each
+"""The structural comparison of two JSON schemas (decision 0018): every difference, each
 marked narrowing or widening by the rules of seed 002 ("Structural changes are held").
 
 Pure and deterministic: no word list, no similarity score. The walk reads both schemas keyword

@@ -1,4 +1,4 @@
-"""The scanner at pin and check (issue 15, item 4): what a server presents, scanned, and the pin
+"""The scanner at pin and check (decision 0019): what a server presents, scanned, and the pin
 gated by the findings.
 
 ``pin`` scans what it is about to record (every tool and prompt of the new manifest, against the

@@ -1,7 +1,7 @@
 """Connecting to the pinned servers: listing one for ``pin``, opening all of them as serving does.
 
 ``check`` and serving (``proxy.runtime``) open every server with ``open_servers``, loading each
-against its manifest and rules (spec §1.11, §2.12). Every server's tools call through its
+against its manifest and rules (proxy-and-mcp-module §1.11, §2.12). Every server's tools call through its
 ``Supervisor`` (``upstream.supervisor``), which serving starts so that a server that goes down,
 or was down at start-up, is started again.
 """
@@ -346,7 +346,7 @@ async def open_servers(
     connector: Connector = default_connector,
     keep_down: bool = False,
 ) -> OpenServers:
-    """The serve-time Open minus the store (spec §2.12): the reach check, then every server
+    """The serve-time Open minus the store (proxy-and-mcp-module §2.12): the reach check, then every server
     connected and loaded concurrently, each inside its own connect timeout.
 
     A server that does not answer (it cannot start, its handshake or listing fails or times

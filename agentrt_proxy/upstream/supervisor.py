@@ -1,5 +1,5 @@
 """Keeping each server served: started again when it goes down, retried when it is down at
-start-up (issue 13, items 4 and 5).
+start-up (decision 0014).
 
 A ``Supervisor`` is what a loaded tool calls through (``LoadedTool.upstream``), so a tool outlives
 any one connection to its server. While the server is down, or while a tool no longer matches

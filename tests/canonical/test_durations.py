@@ -1,4 +1,4 @@
-"""Go duration strings and RFC 3339 time stamps (proxy §2.1.1, design "Shared values")."""
+"""Go duration strings and RFC 3339 time stamps (proxy-and-mcp-module §2.1.1, design "Shared values")."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The one Go-compatible encoder and its styles (runtime-core §4.1-4.2, proxy §1.8-1.9).
+"""The one Go-compatible encoder and its styles (runtime-core §4.1-4.2, proxy-and-mcp-module §1.8-1.9).
 
 Before the four writers it replaced were removed (the store's walk, the canonical forms'
 ``_encode``, the schema form's ``_write``, the manifest's ``_indent``), each style was checked

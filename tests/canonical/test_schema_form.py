@@ -1,4 +1,4 @@
-"""The canonical schema form of spec §1.8 and the two pin hashes."""
+"""The canonical schema form of proxy-and-mcp-module §1.8 and the two pin hashes."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from agentrt_proxy.canonical.schema_form import (
     schema_hash,
 )
 
-# TestCanonicalSchema_KeepsWhatFloat64WouldLose, plus the float64-exact examples of §1.8.
+# TestCanonicalSchema_KeepsWhatFloat64WouldLose, plus the float64-exact examples of proxy-and-mcp-module §1.8.
 LITERALS = [
     ("9007199254740993", "9007199254740993"),
     ("0.10000000000000000000010", "0.1000000000000000000001"),

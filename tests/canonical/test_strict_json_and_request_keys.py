@@ -1,7 +1,7 @@
 """The strict JSON boundary, the canonical and policy forms, and the request key.
 
-Covers runtime-core §4 and proxy §2.3, and the original tests
-TestRequestKey_CanonicalByLiteral and TestRequestKey_NoCollisions (proxy §5.2 items 7, 8).
+Covers runtime-core §4 and proxy-and-mcp-module §2.3, and the original tests
+TestRequestKey_CanonicalByLiteral and TestRequestKey_NoCollisions (proxy-and-mcp-module §5.2 items 7, 8).
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ def test_another_tool_keys_the_same_arguments_apart() -> None:
 
 
 def test_worked_request_key_example() -> None:
-    # proxy §2.3: bank_pay {"to":"bob","amount":25}
+    # proxy-and-mcp-module §2.3: bank_pay {"to":"bob","amount":25}
     assert canonical.canonical_json(BASE) == b'{"amount":25,"to":"bob"}'
     expected = "1cd3d3207e0b7c022e7a7e6457004f8361a521824bb73c76c8822282c9eeff09"
     assert key(BASE) == expected
@@ -98,7 +98,7 @@ def test_worked_request_key_example() -> None:
 
 @pytest.mark.parametrize("absent", [None, "", "   ", "null", " null\n", b"null", b""])
 def test_absent_blank_or_null_arguments_are_keyed_as_an_empty_object(absent) -> None:
-    # proxy §2.3: absent, empty or null -> {}
+    # proxy-and-mcp-module §2.3: absent, empty or null -> {}
     assert key(absent) == key("{}") == key(" { } ")
 
 

@@ -1,6 +1,6 @@
-"""The command frame: help and its scope statement, exit codes, flags (proxy §3).
+"""The command frame: help and its scope statement, exit codes, flags (proxy-and-mcp-module §3).
 
-Original test covered: TestCLI_HelpStatesTheScope (proxy §5.6 item 1). Tests marked
+Original test covered: TestCLI_HelpStatesTheScope (proxy-and-mcp-module §5.6 item 1). Tests marked
 `program` run the real program through conftest's `run_program`, so they also run
 against the built .pyz.
 """

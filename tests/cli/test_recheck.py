@@ -1,4 +1,4 @@
-"""``agentrt-proxy recheck``: today's policy handed every recorded decision (proxy spec §2.11, §3, §5.5, §5.7).
+"""``agentrt-proxy recheck``: each recorded decision under today's policy (proxy-and-mcp-module §2.11, §3, §5.5, §5.7).
 
 The recorded runs are made by the real gate, policy and store, in-process, with the bank's
 tools loaded as serving loads them (pinned, then opened through a fake wire). Each test
@@ -164,7 +164,7 @@ def test_a_database_without_the_index_or_a_missing_run_is_an_error(recorded: tup
 
 
 def test_recheck_writes_nothing_and_never_blocks_a_writer(recorded: tuple[Path, list[str]]) -> None:
-    # the database is opened read-only (proxy spec §2.11), with a proxy holding it open for writing
+    # the database is opened read-only (proxy-and-mcp-module §2.11), with a proxy holding it open for writing
     config_path, runs = recorded
     database = config_path.parent / "proxy.db"
     writer = subprocess.Popen(

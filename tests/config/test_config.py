@@ -1,7 +1,7 @@
-"""The configuration file (proxy §2.1), its file checks, the reach check and PolicyID (§2.2).
+"""The configuration file, its file checks, the reach check and PolicyID (proxy-and-mcp-module §2.1, §2.2).
 
-Original tests covered: every TestConfig_* of proxy §5.2 and
-TestConfig_PolicyIDCoversWhatThePolicyDecidesFrom (§5.5 item 2).
+Original tests covered: every TestConfig_* of proxy-and-mcp-module §5.2 and
+TestConfig_PolicyIDCoversWhatThePolicyDecidesFrom (proxy-and-mcp-module §5.5 item 2).
 """
 
 from __future__ import annotations
@@ -146,12 +146,12 @@ def test_unknown_fields_and_values_are_refused_naming_file_and_field(
     ],
 )
 def test_validation_messages_name_the_file_and_the_field(config_path: Path, config: dict, message: str) -> None:
-    # proxy §2.1.3
+    # proxy-and-mcp-module §2.1.3
     assert message in refused(config_path, compact(config))
 
 
 def test_validation_runs_in_the_originals_order(config_path: Path) -> None:
-    # proxy §2.1.3: database, session, servers, policy, max_pending, lease_ttl, status_tool, servers[i]
+    # proxy-and-mcp-module §2.1.3: database, session, servers, policy, max_pending, lease_ttl, status_tool, servers[i]
     everything_wrong = {
         "session": "a b",
         "servers": [{"name": "", "command": ["x"], "manifest": "m.json"}],
@@ -541,7 +541,7 @@ def test_the_program_itself_and_endpoint_servers_are_not_checked(home: Path) -> 
 
 
 def test_a_database_not_created_yet_is_protected_by_its_path(home: Path) -> None:
-    # proxy §2.1.5: a protected file that does not exist yet is remembered by its resolved path
+    # proxy-and-mcp-module §2.1.5: a protected file that does not exist yet is remembered by its resolved path
     database = home / "proxy" / "runs.db"
     assert not database.exists()
     message = reach(home, str(database), database_exists=False)
@@ -604,7 +604,7 @@ def policy_id(path: Path, config: dict[str, Any] | str) -> str:
 
 
 def test_worked_policy_id_example(config_path: Path) -> None:
-    # proxy §2.2 worked example
+    # proxy-and-mcp-module §2.2 worked example
     config = load_text(config_path, compact(FS_EXAMPLE))
     assert canonical.canonical_bytes(config.policy_identity()) == FS_CANONICAL
     assert config.policy_id() == FS_ID

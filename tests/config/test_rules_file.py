@@ -1,4 +1,4 @@
-"""Reading a standalone rules file (the ``examples/rules.json`` shape), strictly (proxy §5.13 #10, #11).
+"""Reading a standalone rules file (the ``examples/rules.json`` shape), strictly (proxy-and-mcp-module §5.13 #10, #11).
 
 Each test names the original Go test it covers.
 """

@@ -1,4 +1,4 @@
-"""Result mapping (spec §1.13.6–8, decision 0015): blocks as the server sent them, structured
+"""Result mapping (proxy-and-mcp-module §1.13.6–8, decision 0015): blocks as the server sent them, structured
 content beside them, the cap, the short text, errors and their summaries."""
 
 from __future__ import annotations

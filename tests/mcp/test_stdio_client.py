@@ -325,7 +325,7 @@ async def test_close_kills_the_servers_descendants(tmp_path: Path) -> None:
         pytest.fail("the grandchild ignoring SIGTERM survived close")
 
 
-# ------------------------------------------------------------ §5.13 #7: an outer cancellation is not a timeout
+# ------------------------------------------------ proxy-and-mcp-module §5.13 #7: an outer cancellation is not a timeout
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="process groups are Unix")

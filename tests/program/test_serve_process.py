@@ -45,7 +45,7 @@ pytestmark = [pytest.mark.program, pytest.mark.anyio, pytest.mark.timeout(90)]
 BLOCK_ROB = {"to": "rob", "amount": 5, "mode": "block"}
 SLOW = {"to": "sam", "amount": 3, "mode": "slow"}
 
-# §2.5 "interrupted, approved, run again"
+# proxy-and-mcp-module §2.5 "interrupted, approved, run again"
 INTERRUPTED_APPROVED_RUN_AGAIN = [
     "run.created", "run.started", "step.started", "step.decided", "step.policy", "step.tool_started",
     "lease.taken_over", "step.interrupted", "step.policy", "approval.requested", "approval.decided",
@@ -340,7 +340,7 @@ async def crashed_and_interrupted(w: World, fresh: Host, arguments: dict[str, An
     return approval
 
 
-# ======================================================================= §5.6 items 3-9
+# ======================================================================= proxy-and-mcp-module §5.6 items 3-9
 
 
 # Go: TestProcess_RestartCollectsAnApprovalGrantedWhileItWasGone
@@ -506,7 +506,7 @@ async def test_closing_stdin_mid_call_finishes_the_step(
 async def test_closing_stdin_during_a_hold_ends_the_hold_and_answers_pending_at_once(
         tmp_path: Path, program_argv: list[str], program_env: dict[str, str]) -> None:
     # Stdin's end is a shutdown like a signal (seed: "accepts no more calls"), and a hold ends
-    # when the proxy shuts down (§2.6.5): the held call answers PENDING_APPROVAL at once
+    # when the proxy shuts down (proxy-and-mcp-module §2.6.5): the held call answers PENDING_APPROVAL at once
     # instead of keeping the process alive for the rest of the hold.
     async with world(tmp_path, program_argv, program_env, hold="20s") as w, proxy(w) as host:
         _, answered, box = await host.send_raw("bank_pay", {"to": "vic", "amount": 2})

@@ -620,7 +620,7 @@ async def test_server_text_in_prose_is_escaped(tmp_path: Path) -> None:
         assert h.payments() == 2
 
 
-# ------------------------------------------------------------------------- §5.2 item 9
+# ------------------------------------------------------------------------- proxy-and-mcp-module §5.2 item 9
 
 
 def prose_samples() -> list[str]:
@@ -823,7 +823,7 @@ async def test_model_visible_text_names_no_operator_path(tmp_path: Path) -> None
         (tmp_path / "ledger.release").write_text("")
 
 
-# ------------------------------------------------------------------------- §5.2 items 5, 6
+# ------------------------------------------------------------------------- proxy-and-mcp-module §5.2 items 5, 6
 
 
 # TestProxy_StatusToolNameClashRefused

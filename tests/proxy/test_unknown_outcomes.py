@@ -34,7 +34,7 @@ TIMEOUT_PAY: dict[str, Any] = {
 KIM = {"to": "kim", "amount": 7, "mode": "block"}
 LEE = {"to": "lee", "amount": 1}
 
-# §2.5 "timed out, then waits"
+# proxy-and-mcp-module §2.5 "timed out, then waits"
 TIMED_OUT_THEN_WAITS = [
     "run.created",
     "run.started",

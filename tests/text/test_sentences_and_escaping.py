@@ -1,4 +1,4 @@
-"""sanitize, truncate and clean (runtime-core §6, proxy §2.13)."""
+"""sanitize, truncate and clean (runtime-core §6, proxy-and-mcp-module §2.13)."""
 
 from __future__ import annotations
 

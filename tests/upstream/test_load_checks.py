@@ -1,4 +1,4 @@
-"""Load: the per-tool checks, the report, and a loaded tool's call (spec §1.11-1.13).
+"""Load: the per-tool checks, the report, and a loaded tool's call (proxy-and-mcp-module §1.11-1.13).
 
 Each test names the original Go test it covers (mcp/mcp_test.go, mcp/tool_test.go,
 mcp/security_test.go, mcp/connect_timeout_test.go, mcp/example_test.go).
@@ -194,7 +194,7 @@ def test_a_hint_mismatch_is_refused_and_overridable() -> None:
 
 
 def test_live_annotations_are_checked_when_the_pin_has_none() -> None:
-    # TestLoad_HintMismatchIsRefusedAndOverridable (the "the server now says" branch, spec §1.11 check 4)
+    # TestLoad_HintMismatchIsRefusedAndOverridable ("the server now says", proxy-and-mcp-module §1.11 check 4)
     now = fs_listing(write_file=live("write_file", WRITE_SCHEMA, "Write a file.", {"destructiveHint": True}))
     _, report = run_decide({"read_file": READ, "write_file": WRITE}, now)
     assert reasons(report) == {
@@ -223,7 +223,7 @@ def test_rename_replaces_the_prefix_and_an_unusable_name_is_refused() -> None:
 
 
 def test_a_name_already_taken_within_the_server_is_refused() -> None:
-    # spec §1.11: a second pinned tool registering an already-taken name
+    # proxy-and-mcp-module §1.11: a second pinned tool registering an already-taken name
     rules = {
         "read_file": Rule(side_effect="read_only", timeout=SECOND, rename="files"),
         "write_file": Rule(side_effect="local_mutation", rename="files"),
@@ -363,7 +363,7 @@ def test_a_call_that_sets_a_fixed_parameter_fails() -> None:
 
 
 def test_arguments_that_are_not_an_object_are_refused_and_empty_ones_are_an_object() -> None:
-    # spec §1.13 item 1
+    # proxy-and-mcp-module §1.13 item 1
     upstream = FakeUpstream()
     tool = fixed_tool(upstream)
     outcome = anyio.run(tool.call, "[1]")

@@ -1,6 +1,6 @@
 """Load and a loaded tool against a real stdio server (``fixtures/scripted_server.py``): an answer
 that asks for input is a named refusal, and a listing that never answers fails the load inside the
-connect timeout (proxy §5.10 #11, §5.13 #5).
+connect timeout (proxy-and-mcp-module §5.10 #11, §5.13 #5).
 
 Each test names the original Go test it covers.
 """
@@ -20,7 +20,7 @@ from agentrt_proxy.mcp import ConnectError
 from agentrt_proxy.upstream import LoadError, OpenError, is_known_answer, load, open_servers, read_manifest, servers
 from tests.upstream.scripted import OBJECT, run_check, run_pin, scripted_config, tools_text, write_script
 
-# ------------------------------------------------------------ §5.10 #11: a loaded tool refuses input requests
+# ------------------------------------------------- proxy-and-mcp-module §5.10 #11: a loaded tool refuses input requests
 
 
 def test_a_loaded_tool_answered_with_an_input_request_returns_the_named_refusal(tmp_path: Path) -> None:
@@ -50,7 +50,7 @@ def test_a_loaded_tool_answered_with_an_input_request_returns_the_named_refusal(
     assert is_known_answer(tool, out.error_text)  # an answer, not silence: never re-run as unknown
 
 
-# ------------------------------------------------------------ §5.13 #5: Load times out on a silent listing
+# ---------------------------------------------------- proxy-and-mcp-module §5.13 #5: Load times out on a silent listing
 
 
 def test_load_fails_on_a_listing_that_never_answers_naming_the_step_and_the_bound_with_no_report(

@@ -1,4 +1,4 @@
-"""Manifests, ``pin``, ``check`` and opening every server as serving does (spec §1.9, §2.12, §3).
+"""Manifests, ``pin``, ``check`` and opening every server as serving does (proxy-and-mcp-module §1.9, §2.12, §3).
 
 Each test names the original Go test it covers.
 """
@@ -139,7 +139,7 @@ def test_the_manifest_records_what_the_server_presents(tmp_path: Path) -> None:
 
 
 def test_reading_a_manifest_refuses_a_repeated_key_and_ignores_unknown_fields(tmp_path: Path) -> None:
-    # spec §1.9 (reading a manifest)
+    # proxy-and-mcp-module §1.9 (reading a manifest)
     path = tmp_path / "m.json"
     path.write_text('{"server":"fs","tools":{},"server":"other"}')
     path.chmod(0o600)
@@ -156,7 +156,7 @@ def test_reading_a_manifest_refuses_a_repeated_key_and_ignores_unknown_fields(tm
 
 
 def test_open_loads_every_server_concurrently_in_config_order(tmp_path: Path) -> None:
-    # spec §2.12 Open: registration order, reports, concurrency (each bounded by its own timeout)
+    # proxy-and-mcp-module §2.12 Open: registration order, reports, concurrency (each bounded by its own timeout)
     servers = [
         {"name": "bank", "rules": bank_rules()},
         {"name": "shop", "rules": {"refund": {"side_effect": "destructive"}}},
@@ -224,7 +224,7 @@ def test_open_refuses_a_manifest_others_can_write_or_with_a_repeated_key(tmp_pat
 
 
 def test_open_refuses_a_name_another_server_registered(tmp_path: Path) -> None:
-    # spec §2.12: a name registered by an earlier server
+    # proxy-and-mcp-module §2.12: a name registered by an earlier server
     servers = [
         {"name": "bank", "rules": bank_rules()},
         {"name": "shop", "rules": {"pay": {"side_effect": "remote_mutation", "rename": "bank_pay"}}},
@@ -240,14 +240,14 @@ def test_open_refuses_a_name_another_server_registered(tmp_path: Path) -> None:
 
 
 def test_open_names_the_server_whose_manifest_cannot_be_read(tmp_path: Path) -> None:
-    # spec §2.12: manifest read errors
+    # proxy-and-mcp-module §2.12: manifest read errors
     config_path = write_config(tmp_path, [{"name": "bank", "rules": bank_rules()}])
     with pytest.raises(OpenError, match=r'^server "bank": manifest: .*bank\.json: No such file or directory$'):
         anyio.run(lambda: open_servers(load_config(config_path), connector=FakeWire({"bank": BANK})))
 
 
 def test_open_runs_the_reach_check_first(tmp_path: Path) -> None:
-    # spec §2.12: reach check before any server starts
+    # proxy-and-mcp-module §2.12: reach check before any server starts
     servers = [{"name": "bank", "command": ["srv", str(tmp_path)], "rules": bank_rules()}]
     config_path = write_config(tmp_path, servers)
     wire = FakeWire({"bank": BANK})
@@ -287,7 +287,7 @@ def test_pin_and_check_print_what_the_spec_says(tmp_path: Path) -> None:
 
 
 def test_pin_collapses_sanitizes_and_truncates_the_description(tmp_path: Path) -> None:
-    # spec §3 pin: the description column
+    # proxy-and-mcp-module §3 pin: the description column
     long = "Send\n\n a   payment\x1b[31m " + "very " * 30
     listing = [live_tool("pay", long, {"destructiveHint": True, "idempotentHint": True, "openWorldHint": False}, "{}")]
     config_path = write_config(tmp_path, [{"name": "bank"}])
@@ -314,7 +314,7 @@ def test_check_fails_when_a_server_registers_nothing(tmp_path: Path) -> None:
 
 
 def test_check_requires_the_config_flag() -> None:
-    # spec §3: no -config is a usage error
+    # proxy-and-mcp-module §3: no -config is a usage error
     with pytest.raises(pin.UsageError, match="-config <file> is required"):
         pin.check_command([])
     with pytest.raises(pin.UsageError):
@@ -389,7 +389,7 @@ def test_a_loaded_tool_calls_the_real_bank_with_the_fixed_values_injected(tmp_pa
     assert ledger.read_text().count("\n") == 1
 
 
-# ------------------------------------------------------------ §5.13 #18: pin escapes the server's error
+# ------------------------------------------------------- proxy-and-mcp-module §5.13 #18: pin escapes the server's error
 
 
 def test_pin_prints_the_servers_error_message_escaped(tmp_path: Path) -> None:
@@ -410,7 +410,7 @@ def test_pin_prints_the_servers_error_message_escaped(tmp_path: Path) -> None:
     assert not (tmp_path / "fs.json").exists()
 
 
-# ------------------------------------------------------------ §5.12 #4: a number change beyond float64
+# -------------------------------------------------------- proxy-and-mcp-module §5.12 #4: a number change beyond float64
 
 
 def test_a_maximum_moving_from_2_53_plus_1_to_2_53_refuses_the_tool(tmp_path: Path) -> None:
@@ -449,7 +449,7 @@ def test_a_maximum_moving_from_2_53_plus_1_to_2_53_refuses_the_tool(tmp_path: Pa
     ]
 
 
-# ------------------------------------------------------------ §5.13 #13: descendants die after Pin and Load
+# --------------------------------------------------- proxy-and-mcp-module §5.13 #13: descendants die after Pin and Load
 
 
 @pytest.mark.skipif(sys.platform == "win32", reason="process groups are Unix")

@@ -1,4 +1,4 @@
-"""A pin of a float64-exact schema equals, byte for byte, the pin the legacy SDK path made (proxy §5.12 #1).
+"""A float64-exact schema's pin equals byte for byte the pin the legacy SDK path made (proxy-and-mcp-module §5.12 #1).
 
 No legacy pins were recorded, so the legacy pin is rebuilt here as the SDK path made it: every number
 decoded to a float64, a repeated key's last value, each invalid byte and lone surrogate a U+FFFD, then
