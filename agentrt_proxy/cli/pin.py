@@ -19,12 +19,12 @@ from agentrt_proxy.upstream import (
     Connector,
     DownServer,
     LoadError,
+    LoadReport,
     Manifest,
     ManifestError,
     OpenError,
     OpenServers,
     PinnedTool,
-    Report,
     default_connector,
     hints_text,
     open_servers,
@@ -254,7 +254,7 @@ async def _write_passthrough(config: Config, opened: OpenServers, stdout: TextIO
                 stdout.write(line + "\n")
 
 
-def _write_reports(reports: Sequence[Report], stdout: TextIO) -> None:
+def _write_reports(reports: Sequence[LoadReport], stdout: TextIO) -> None:
     for report in reports:
         for line in report.lines():
             stdout.write(line + "\n")

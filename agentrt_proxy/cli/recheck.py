@@ -17,7 +17,7 @@ import anyio
 
 from agentrt_proxy.cli.flags import UsageError, parse
 from agentrt_proxy.cli.recheck_report import (
-    Report,
+    RecheckReport,
     reports_json,
     summary,
 )
@@ -43,7 +43,7 @@ Opener = Callable[[Config], Any]
 
 async def recheck(
     config: Config, options: Options, log: Callable[[str], Any], opener: Opener | None = None
-) -> list[Report]:
+) -> list[RecheckReport]:
     """Re-check under the policy the configuration gives now (proxy-and-mcp-module §2.11)."""
     check_database_file(config.database)
     store = Store.open_readonly(str(config.database))
@@ -115,7 +115,7 @@ def command(
     return _exit(reports, options.session or config.session, err_out)
 
 
-def _write(reports: list[Report], config: Config, as_json: bool, out: TextIO) -> None:
+def _write(reports: list[RecheckReport], config: Config, as_json: bool, out: TextIO) -> None:
     if as_json:
         out.write(reports_json(reports))
         return
@@ -126,7 +126,7 @@ def _write(reports: list[Report], config: Config, as_json: bool, out: TextIO) ->
     out.flush()
 
 
-def _exit(reports: list[Report], session: str, err_out: TextIO) -> int:
+def _exit(reports: list[RecheckReport], session: str, err_out: TextIO) -> int:
     if any(not r.same for r in reports):
         return 1
     if not reports:

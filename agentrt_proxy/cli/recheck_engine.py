@@ -21,7 +21,7 @@ from agentrt_proxy.cli.recheck_report import (
     NOT_A_POLICY_EVALUATION,
     SAME,
     Evaluation,
-    Report,
+    RecheckReport,
 )
 from agentrt_proxy.config import Config
 from agentrt_proxy.errors import AgentrtError
@@ -129,9 +129,9 @@ class Recheck:
         self.source = "current" if tools_now is not None else "recorded"
         self._specs: dict[str, ToolSpec | str] = {}
 
-    def run(self, run_id: str) -> Report:
+    def run(self, run_id: str) -> RecheckReport:
         rec = _read_record(self.store, run_id)
-        report = Report(run_id, rec.run.status, self.policy.policy_id(), self.source)
+        report = RecheckReport(run_id, rec.run.status, self.policy.policy_id(), self.source)
         for index, event in enumerate(rec.events):
             if event.type == "step.policy":
                 report.evaluations.append(self._evaluation(rec, event))
@@ -141,7 +141,7 @@ class Recheck:
         return report
 
     # -------------------------------------------------------------------- bookkeeping
-    def _notes(self, rec: _Record, report: Report) -> list[str]:
+    def _notes(self, rec: _Record, report: RecheckReport) -> list[str]:
         notes = []
         if rec.run.status not in TERMINAL:
             notes.append(operator_text.RECHECK_NOTE_OPEN.format(status=rec.run.status))
@@ -151,7 +151,7 @@ class Recheck:
             notes.append(operator_text.RECHECK_NOTE_NONE)
         return notes
 
-    def _policy_failure(self, rec: _Record, index: int, report: Report) -> None:
+    def _policy_failure(self, rec: _Record, index: int, report: RecheckReport) -> None:
         event = rec.events[index]
         payload = _loads(event.payload_json)
         detail = payload.get("detail") if isinstance(payload, dict) else None
@@ -471,13 +471,13 @@ def run_ids(store: Store, session: str, limit: int) -> list[str]:
 
 def recheck_run(
     store: Store, run_id: str, policy: ProxyPolicy, tools_now: Mapping[str, ToolSpec] | None = None
-) -> Report:
+) -> RecheckReport:
     return Recheck(store, policy, tools_now).run(run_id)
 
 
 def recheck_store(
     store: Store, config: Config, options: Options, policy: ProxyPolicy, tools_now: Mapping[str, ToolSpec] | None
-) -> list[Report]:
+) -> list[RecheckReport]:
     checker = Recheck(store, policy, tools_now)
     if options.run_id:
         try:

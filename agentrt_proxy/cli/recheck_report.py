@@ -1,7 +1,7 @@
 """What a re-check found, run by run: the report, its JSON and its text (runtime-core §8.4).
 
 One ``Evaluation`` per recorded ``step.policy`` (and per policy failure that recorded
-none); a ``Report`` per run. ``Report.json_tree()`` is the ``-json`` shape, ``render()``
+none); a ``RecheckReport`` per run. ``RecheckReport.json_tree()`` is the ``-json`` shape, ``render()``
 the text the operator reads, every value sanitized and cut at 240 bytes.
 """
 
@@ -84,7 +84,7 @@ def _cut(value: str) -> str:
 
 
 @dataclass
-class Report:
+class RecheckReport:
     run_id: str
     run_status: str
     policy_id: str
@@ -159,14 +159,14 @@ class Report:
         return "\n".join(lines) + "\n"
 
 
-def reports_json(reports: list[Report]) -> str:
+def reports_json(reports: list[RecheckReport]) -> str:
     """The ``-json`` output: one array indented two spaces (``[]`` when none)."""
     if not reports:
         return "[]\n"
     return json.dumps([r.json_tree() for r in reports], indent=2, ensure_ascii=False, default=str) + "\n"
 
 
-def summary(reports: list[Report], policy_id: str) -> str:
+def summary(reports: list[RecheckReport], policy_id: str) -> str:
     rechecked = sum(r.rechecked for r in reports)
     skipped = sum(r.not_recheckable for r in reports)
     differ = sum(1 for r in reports if not r.same)

@@ -24,7 +24,7 @@ RECENT = 20
 
 
 @dataclass(frozen=True)
-class Change:
+class InboxChange:
     """One thing the operator is told: an approval now waits, or one was decided."""
 
     kind: str  # "waiting" or "decided"
@@ -39,17 +39,17 @@ class Feed:
     recent: list[Event] = field(default_factory=list)  # the last run.finished / approval.decided
     started: bool = False
 
-    def poll(self) -> list[Change]:
+    def poll(self) -> list[InboxChange]:
         """The changes since the last poll; the first poll reports every approval waiting now."""
         if not self.started:
             self.started = True
             self.after_seq = self.store.chain_head()[0]
-            out = [Change("waiting", a) for a in pending_approvals(self.store)]
+            out = [InboxChange("waiting", a) for a in pending_approvals(self.store)]
             self.seen.update(c.approval.id for c in out)
             return out
         if self.store.chain_head()[0] <= self.after_seq:
             return []
-        changes: list[Change] = []
+        changes: list[InboxChange] = []
         while True:
             page = events_after(self.store, self.after_seq)
             for ev in page:
@@ -58,7 +58,7 @@ class Feed:
             if len(page) < 500:
                 return changes
 
-    def _changes_of(self, ev: Event) -> list[Change]:
+    def _changes_of(self, ev: Event) -> list[InboxChange]:
         if ev.type in ("approval.decided", "run.finished"):
             self.recent = [*self.recent, ev][-RECENT:]
         if ev.type not in ("approval.requested", "approval.decided"):
@@ -75,8 +75,8 @@ class Feed:
             if approval_id in self.seen:
                 return []
             self.seen.add(approval_id)
-            return [Change("waiting", approval)]
-        return [Change("decided", approval)]
+            return [InboxChange("waiting", approval)]
+        return [InboxChange("decided", approval)]
 
     def waiting(self) -> list[Approval]:
         return pending_approvals(self.store)
@@ -109,7 +109,7 @@ def waited(approval: Approval, now_ns: int | None = None) -> str:
     return f"{seconds // 3600}h"
 
 
-def change_json(change: Change, database: str) -> dict[str, Any]:
+def change_json(change: InboxChange, database: str) -> dict[str, Any]:
     """One JSON line of ``watch -json``: the approval's fields a script needs to act on it."""
     a = change.approval
     out: dict[str, Any] = {

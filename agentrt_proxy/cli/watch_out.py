@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from agentrt_proxy.canonical.encoder import go_json
 from agentrt_proxy.cli.flags import UsageError
-from agentrt_proxy.cli.watch_feed import Change, change_json
+from agentrt_proxy.cli.watch_feed import InboxChange, change_json
 from agentrt_proxy.text import cli_text, escaping
 
 NOTIFY_SECONDS = 10  # a notifier that hangs is left behind, never waited on past this
@@ -33,7 +33,7 @@ def _applescript(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def notify_argv(tool: str, path: str, change: Change) -> list[str]:
+def notify_argv(tool: str, path: str, change: InboxChange) -> list[str]:
     """The notifier's argument vector: the tool and a short summary, never the arguments whole."""
     fields = change_json(change, "")
     body = cli_text.WATCH_NOTIFY_BODY.format(
@@ -47,7 +47,7 @@ def notify_argv(tool: str, path: str, change: Change) -> list[str]:
     return [path, "--app-name=agentrt-proxy", cli_text.WATCH_NOTIFY_TITLE, body]
 
 
-def exec_env(change: Change, database: str, base: dict[str, str]) -> dict[str, str]:
+def exec_env(change: InboxChange, database: str, base: dict[str, str]) -> dict[str, str]:
     """The approval's fields as AGENTRT_* variables beside the operator's environment."""
     fields = change_json(change, database)
     env = dict(base)
@@ -89,7 +89,7 @@ class Outputs:
             if path is None:
                 self.say(cli_text.WATCH_NO_NOTIFIER.format(tool=tool) if tool else cli_text.WATCH_NO_NOTIFIER_PLATFORM)
 
-    def handle(self, change: Change) -> None:
+    def handle(self, change: InboxChange) -> None:
         if self.as_json:
             sys.stdout.write(go_json(change_json(change, self.database)) + "\n")
             sys.stdout.flush()

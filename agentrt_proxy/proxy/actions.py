@@ -123,6 +123,6 @@ Settlement = Settle | SettleEmpty
 
 
 @dataclass(frozen=True)
-class Ruling:
+class NextStep:
     action: Action | Read
     settle: tuple[Settlement, ...] = ()  # written before the action is applied or the read made

@@ -38,7 +38,7 @@ from agentrt_proxy.proxy.applied import Answer, Applied, DecideAgain, Execute, P
 from agentrt_proxy.proxy.attaching import Attaching
 from agentrt_proxy.proxy.begin import Beginning
 from agentrt_proxy.proxy.execute import Executing
-from agentrt_proxy.proxy.hold import Hold
+from agentrt_proxy.proxy.hold import CallHold
 from agentrt_proxy.proxy.parts import MAX_DECIDES, CallParts
 from agentrt_proxy.proxy.progress import ProgressRelay
 from agentrt_proxy.proxy.reading import CallReader
@@ -71,7 +71,7 @@ class CallRules:
         # (tests/harness.draw_run_ids replaces ``_new_run_id``).
         self.beginning = Beginning(parts, self.settling, lambda: self._new_run_id())
         self.executing = Executing(parts, self.settling, self.beginning, self.lock)
-        self.hold = Hold(parts.store, parts.clock, parts.settings, shutting_down)
+        self.hold = CallHold(parts.store, parts.clock, parts.settings, shutting_down)
 
     @property
     def limits(self) -> Limits:

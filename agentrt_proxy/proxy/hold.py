@@ -20,7 +20,7 @@ from agentrt_proxy.text import model_text
 PROGRESS_EVERY_SECONDS = 1.0
 
 
-class Hold:
+class CallHold:
     def __init__(self, store: Store, clock: Clock, settings: CallSettings, shutting_down: anyio.Event) -> None:
         self.store = store
         self.clock = clock

@@ -25,7 +25,7 @@ from agentrt_proxy.proxy.host_link import HostLink
 from agentrt_proxy.store import PROMPT_GET, RESOURCE_READ, PassthroughRead, Store, StoreError, record_passthrough
 from agentrt_proxy.text import model_text, operator_text
 from agentrt_proxy.upstream import ManifestError, read_manifest
-from agentrt_proxy.upstream.passthrough import Answer, Passthrough
+from agentrt_proxy.upstream.passthrough import Passthrough, ReadAnswer
 from agentrt_proxy.upstream.pins import PinnedPrompt
 
 __all__ = ["METHODS", "PassthroughHandler", "passthrough_configured"]
@@ -115,7 +115,7 @@ class PassthroughHandler:
             return await self._recorded(PROMPT_GET, answer, prompt.host_name)
         return await self.upstreams.complete(params)
 
-    async def _recorded(self, event: str, answer: Answer, host_name: str) -> Any:
+    async def _recorded(self, event: str, answer: ReadAnswer, host_name: str) -> Any:
         """Record the read, then answer it; nothing is answered that is not recorded."""
         error = "" if answer.error is None else f"{answer.error.code}: {answer.error.message}"
         read = PassthroughRead(event, answer.server, answer.target, answer.size, error, host_name)

@@ -35,7 +35,7 @@ import anyio
 from agentrt_proxy.mcp import CallContext
 from agentrt_proxy.upstream.loaded_tool import OnProgress
 
-__all__ = ["HOLD", "UPSTREAM", "ProgressMerge", "ProgressRelay", "Step"]
+__all__ = ["HOLD", "UPSTREAM", "ProgressMerge", "ProgressRelay", "ProgressStep"]
 
 T = TypeVar("T")
 
@@ -46,7 +46,7 @@ _EXACT_INTEGERS = 2.0**53
 
 
 @dataclass(frozen=True)
-class Step:
+class ProgressStep:
     """One ``notifications/progress`` as the host is sent it (without the token)."""
 
     progress: float | int
@@ -66,7 +66,7 @@ class ProgressMerge:
         self.last: float | None = None
         self._offsets: dict[str, float] = {}
 
-    def step(self, source: str, progress: float, total: float | None, message: str | None) -> Step | None:
+    def step(self, source: str, progress: float, total: float | None, message: str | None) -> ProgressStep | None:
         if not math.isfinite(progress):
             return None
         if source not in self._offsets:
@@ -77,7 +77,7 @@ class ProgressMerge:
             value = math.nextafter(self.last, math.inf)
         whole = None if total is None or not math.isfinite(total) else offset + total
         self.last = value
-        return Step(_plain(value), _plain(whole) if whole is not None and whole >= value else None, message)
+        return ProgressStep(_plain(value), _plain(whole) if whole is not None and whole >= value else None, message)
 
 
 class ProgressRelay:
@@ -86,7 +86,7 @@ class ProgressRelay:
     def __init__(self, ctx: CallContext) -> None:
         self._ctx = ctx
         self._merge = ProgressMerge()
-        self._queue: deque[Step] = deque(maxlen=MAX_QUEUED)
+        self._queue: deque[ProgressStep] = deque(maxlen=MAX_QUEUED)
         self._wake = anyio.Event()
         self._closed = False
 

@@ -2,7 +2,7 @@
 
 ``decide(view, call, session)`` is pure: no store, no clock, no I/O. It applies the rules in
 order (proxy-and-mcp-module §2.6.2, docs/decisions/0004) over a ``view.CallView`` and
-answers a ``Ruling`` (``actions.py``): what to do, and the index rows it found finished and
+answers a ``NextStep`` (``actions.py``): what to do, and the index rows it found finished and
 unsettled on the way. What to do is a ``Read`` the rules reached and the view lacks
 (``reading.CallReader`` reads it and the rules decide again), or an action: an answer,
 an approval to wait on, an effect on a run, asking again about an unknown outcome, or a
@@ -47,7 +47,7 @@ from agentrt_proxy.proxy.actions import (
     Expire,
     InProgress,
     Refuse,
-    Ruling,
+    NextStep,
     Settle,
     SettleEmpty,
     Settlement,
@@ -115,14 +115,14 @@ class SessionFacts:
     tools: Mapping[str, ToolFacts]
 
 
-def decide(view: CallView, call: CallFacts, session: SessionFacts) -> Ruling:
+def decide(view: CallView, call: CallFacts, session: SessionFacts) -> NextStep:
     """What this call does next, given what has been read so far."""
     rules = _Rules(view, call, session)
     try:
         action: Action | Read = rules.decide()
     except _NotRead as missing:
         action = missing.read
-    return Ruling(action, tuple(rules.settlements))
+    return NextStep(action, tuple(rules.settlements))
 
 
 # ----------------------------------------------------------------- pure facts of records

@@ -78,7 +78,7 @@ def call_record(row: ProxyCall) -> dict[str, Any]:
     }
 
 
-class CallFacts(NamedTuple):
+class IndexedCall(NamedTuple):
     id: int
     session: str
     request_key: str
@@ -128,7 +128,7 @@ class RunFacts:
         "tool_started",
     )
 
-    def __init__(self, created_seq: int, call: CallFacts | None) -> None:
+    def __init__(self, created_seq: int, call: IndexedCall | None) -> None:
         self.created_seq = created_seq
         self.call = call
         self.status = RUNNING
@@ -331,7 +331,7 @@ class Replay:
             out += self._check_call(row, key)
         return out
 
-    def _recorded(self, run_id: str) -> CallFacts | None:
+    def _recorded(self, run_id: str) -> IndexedCall | None:
         facts = self.runs.get(run_id)
         return facts.call if facts is not None else None
 
@@ -464,7 +464,7 @@ def _digest(value: object) -> bytes:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
 
 
-def _call_facts(value: object) -> CallFacts | None:
+def _call_facts(value: object) -> IndexedCall | None:
     """run.created's ``call`` record; None when there is none (a run begun before it existed,
     or not for a call) or it is not of the form ``call_record`` writes."""
     if not isinstance(value, dict):
@@ -477,6 +477,6 @@ def _call_facts(value: object) -> CallFacts | None:
         return None
     if not all(isinstance(v, str) for v in (session, key, tool, side_effect)):
         return None
-    return CallFacts(
+    return IndexedCall(
         row_id, sys.intern(str(session)), str(key), sys.intern(str(tool)), sys.intern(str(side_effect)), claimed_at
     )

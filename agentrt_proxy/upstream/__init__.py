@@ -14,7 +14,7 @@ from agentrt_proxy.upstream.manifest import (
     write_manifest,
 )
 from agentrt_proxy.upstream.pins import LiveTool, Manifest, PinnedTool, hints_text, live_tool, pin_tool
-from agentrt_proxy.upstream.registry import LoadError, RefusedTool, Registered, Report, decide, load
+from agentrt_proxy.upstream.registry import LoadError, LoadReport, RefusedTool, Registered, decide, load
 from agentrt_proxy.upstream.servers import (
     Connector,
     DownServer,
@@ -34,6 +34,7 @@ __all__ = [
     "DownServer",
     "LiveTool",
     "LoadError",
+    "LoadReport",
     "LoadedTool",
     "Manifest",
     "ManifestError",
@@ -42,7 +43,6 @@ __all__ = [
     "PinnedTool",
     "RefusedTool",
     "Registered",
-    "Report",
     "Supervision",
     "Supervisor",
     "ToolDisplay",

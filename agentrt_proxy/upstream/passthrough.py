@@ -26,7 +26,7 @@ from agentrt_proxy.text.escaping import go_quote
 from agentrt_proxy.upstream.passthrough_routes import OfferedPrompt, PromptDecision, Routes, decide_prompts
 from agentrt_proxy.upstream.pins import PinnedPrompt
 
-__all__ = ["PASSTHROUGH_TIMEOUT", "Answer", "Passthrough", "list_live_prompts"]
+__all__ = ["PASSTHROUGH_TIMEOUT", "Passthrough", "ReadAnswer", "list_live_prompts"]
 
 PASSTHROUGH_TIMEOUT = 30 * SECOND  # a server's own default_timeout, when set, bounds its requests instead
 INVALID_PARAMS, METHOD_NOT_FOUND, INTERNAL_ERROR = -32602, -32601, -32603
@@ -35,7 +35,7 @@ ConnectionOf = Callable[[str], Any]  # a server's name -> its live mcp Connectio
 
 
 @dataclass(frozen=True)
-class Answer:
+class ReadAnswer:
     """A server's answer to a read (``resources/read``, ``prompts/get``): the result as its exact
     text, or its error; ``size`` is the answer's length in bytes as it came."""
 
@@ -218,7 +218,7 @@ class Passthrough:
             raise JsonRpcError(INVALID_PARAMS, model_text.passthrough_not_offered(server.name, "resources"))
         return server
 
-    async def read(self, params: dict[str, Any]) -> Answer:
+    async def read(self, params: dict[str, Any]) -> ReadAnswer:
         uri = params.get("uri")
         if not _is_str(uri):
             raise JsonRpcError(INVALID_PARAMS, model_text.PASSTHROUGH_NEEDS_URI)
@@ -264,7 +264,7 @@ class Passthrough:
             raise JsonRpcError(INVALID_PARAMS, model_text.passthrough_unknown_prompt(name))
         return prompt
 
-    async def get_prompt(self, params: dict[str, Any]) -> tuple[OfferedPrompt, Answer]:
+    async def get_prompt(self, params: dict[str, Any]) -> tuple[OfferedPrompt, ReadAnswer]:
         name = params.get("name")
         if not _is_str(name):
             raise JsonRpcError(INVALID_PARAMS, model_text.PASSTHROUGH_NEEDS_NAME)
@@ -306,7 +306,7 @@ class Passthrough:
 
     # ----------------------------------------------------------------------- requests
 
-    async def _answer(self, server: ServerConfig, target: str, method: str, params: dict[str, Any]) -> Answer:
+    async def _answer(self, server: ServerConfig, target: str, method: str, params: dict[str, Any]) -> ReadAnswer:
         connection = self._connection(server)
         try:
             answer = await connection.request(method, params, self.timeout(server))
@@ -315,9 +315,9 @@ class Passthrough:
         size = len(answer.text.encode("utf-8"))
         if isinstance(answer, ErrorResponse):
             error = JsonRpcError(answer.code, model_text.passthrough_error(answer.message), answer.data)
-            return Answer(server.name, target, None, error, size)
+            return ReadAnswer(server.name, target, None, error, size)
         text = _result_text(answer)
-        return Answer(server.name, target, RawJSON(text), None, len(text.encode("utf-8")))
+        return ReadAnswer(server.name, target, RawJSON(text), None, len(text.encode("utf-8")))
 
     def _warn_once(self, server: str, what: str, why: str) -> None:
         key = (server, what, why)

@@ -26,12 +26,12 @@ from agentrt_proxy.upstream.loaded_tool import LoadedTool, Upstream
 from agentrt_proxy.upstream.pins import LiveTool, Manifest
 
 __all__ = [
-    "Connection",
     "ListingFn",
     "LoadError",
+    "LoadReport",
     "RefusedTool",
     "Registered",
-    "Report",
+    "UpstreamConnection",
     "check_manifest",
     "decide",
     "load",
@@ -43,7 +43,7 @@ class LoadError(ConfigurationError):
     for another server, rules naming unpinned tools, nothing registered, the checks out of time);
     ``report`` is set when there is one to show (nothing registered)."""
 
-    def __init__(self, message: str, report: Report | None = None) -> None:
+    def __init__(self, message: str, report: LoadReport | None = None) -> None:
         super().__init__(message)
         self.report = report
 
@@ -66,7 +66,7 @@ class RefusedTool:
 
 
 @dataclass
-class Report:
+class LoadReport:
     """What one server's load decided; ``lines()`` is its text form, escaped for a terminal."""
 
     server: str
@@ -128,7 +128,7 @@ def decide(
     repeat_window: int,
     upstream: Upstream | None = None,
     prepared: Mapping[str, Prepared] | None = None,
-) -> tuple[list[LoadedTool], Report]:
+) -> tuple[list[LoadedTool], LoadReport]:
     """Decide every pinned tool against the live listing (pure; proxy-and-mcp-module §1.11).
 
     Returns the registered tools in the server's tool-name order and the report. Raises
@@ -138,7 +138,7 @@ def decide(
     check_manifest(server, manifest)
     listing = {tool.name: tool for tool in live}
     ctx = Context(server, repeat_window, upstream)
-    report = Report(server.name)
+    report = LoadReport(server.name)
     registered: list[LoadedTool] = []
     taken: dict[str, str] = {}
     for tool_name in sorted(manifest.tools):
@@ -175,13 +175,13 @@ def decide(
 # ----------------------------------------------------------------------------------- load
 
 
-class Connection(Upstream, Protocol):
+class UpstreamConnection(Upstream, Protocol):
     """An upstream connection after its handshake and listing."""
 
     async def aclose(self) -> None: ...
 
 
-ListingFn = Callable[[float], Awaitable[tuple[Connection, list[LiveTool]]]]
+ListingFn = Callable[[float], Awaitable[tuple[UpstreamConnection, list[LiveTool]]]]
 
 
 async def load(
@@ -190,7 +190,7 @@ async def load(
     connect: ListingFn,
     *,
     repeat_window: int,
-) -> tuple[Connection, list[LoadedTool], Report]:
+) -> tuple[UpstreamConnection, list[LoadedTool], LoadReport]:
     """Connect, list and decide, all inside the server's connect timeout.
 
     ``connect(timeout_seconds)`` opens the connection and lists its tools, raising its own
@@ -217,7 +217,7 @@ async def load(
         finally:
             prepared_ready.set()
 
-    async def connect_and_decide() -> tuple[Connection, list[LoadedTool], Report]:
+    async def connect_and_decide() -> tuple[UpstreamConnection, list[LoadedTool], LoadReport]:
         connection, listing = await connect(bound)
         try:
             remaining = deadline - time.monotonic()
@@ -240,7 +240,7 @@ async def load(
             raise
         return connection, tools, report
 
-    loaded: tuple[Connection, list[LoadedTool], Report] | None = None
+    loaded: tuple[UpstreamConnection, list[LoadedTool], LoadReport] | None = None
     failure: Exception | None = None
     async with anyio.create_task_group() as group:
         group.start_soon(prepare_meanwhile)
@@ -255,7 +255,7 @@ async def load(
     return loaded
 
 
-async def _close_quietly(connection: Connection) -> None:
+async def _close_quietly(connection: UpstreamConnection) -> None:
     with anyio.CancelScope(shield=True):
         with contextlib.suppress(Exception):  # closing must not hide why the load failed
             await connection.aclose()

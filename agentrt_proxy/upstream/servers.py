@@ -29,7 +29,7 @@ from agentrt_proxy.upstream.loaded_tool import LoadedTool
 from agentrt_proxy.upstream.manifest import ManifestError, read_manifest
 from agentrt_proxy.upstream.notes import ServerNotes
 from agentrt_proxy.upstream.pins import LiveTool, Manifest, PinnedTool, live_tool, pin_tool
-from agentrt_proxy.upstream.registry import Connection, ListingFn, LoadError, Report, decide, load
+from agentrt_proxy.upstream.registry import ListingFn, LoadError, LoadReport, UpstreamConnection, decide, load
 from agentrt_proxy.upstream.supervisor import Supervision, Supervisor, pinned_listing
 
 Connector = Callable[[ServerConfig], ListingFn]
@@ -41,7 +41,7 @@ class OpenError(ConfigurationError):
     fix in the configuration, a pin or the server's entry; ``reports`` holds every report the
     loads produced."""
 
-    def __init__(self, message: str, reports: Sequence[Report] = ()) -> None:
+    def __init__(self, message: str, reports: Sequence[LoadReport] = ()) -> None:
         super().__init__(message)
         self.reports = list(reports)
 
@@ -163,7 +163,7 @@ def default_connector(server: ServerConfig, *, max_result_bytes: int = DEFAULT_M
     """Open ``server`` over its transport and list its tools (the wire layer in ``mcp/``); a
     result is capped at ``max_result_bytes`` (``open_servers`` passes the configuration's)."""
 
-    async def connect(timeout: float) -> tuple[Connection, list[LiveTool]]:
+    async def connect(timeout: float) -> tuple[UpstreamConnection, list[LiveTool]]:
         held = HeldConnection(server, max_result_bytes)
         await held.open(round(timeout * 1e9))
         return held, held.tools
@@ -204,7 +204,7 @@ class DownServer:
 
     server: str
     error: str
-    report: Report
+    report: LoadReport
 
 
 @dataclass
@@ -214,7 +214,7 @@ class OpenServers:
     the tools call through (``connections``, in configuration order)."""
 
     tools: list[LoadedTool] = field(default_factory=list)
-    reports: list[Report] = field(default_factory=list)
+    reports: list[LoadReport] = field(default_factory=list)
     connections: list[Supervisor] = field(default_factory=list)
     down: list[DownServer] = field(default_factory=list)
 
@@ -238,24 +238,24 @@ class OpenServers:
         await _close_all(self.connections)
 
 
-async def _close_all(connections: Sequence[Connection]) -> None:
+async def _close_all(connections: Sequence[UpstreamConnection]) -> None:
     with anyio.CancelScope(shield=True):
         async with anyio.create_task_group() as group:
             for connection in connections:
                 group.start_soon(_close_one, connection)
 
 
-async def _close_one(connection: Connection) -> None:
+async def _close_one(connection: UpstreamConnection) -> None:
     with contextlib.suppress(Exception):
         await connection.aclose()
 
 
 @dataclass
 class _Outcome:
-    connection: Connection | None = None
+    connection: UpstreamConnection | None = None
     manifest: Manifest | None = None
     tools: list[LoadedTool] = field(default_factory=list)
-    report: Report | None = None
+    report: LoadReport | None = None
     error: str | None = None  # fatal: the configuration's to fix
     down: str | None = None  # the server did not answer: served from its manifest (keep_down)
 

@@ -33,7 +33,7 @@ from agentrt_proxy.mcp.outcomes import NotSent, ToolOutcome
 from agentrt_proxy.text import model_text, operator_text
 from agentrt_proxy.upstream.display import ToolDisplay
 from agentrt_proxy.upstream.pins import LiveTool, Manifest
-from agentrt_proxy.upstream.registry import Connection, ListingFn, LoadError, decide
+from agentrt_proxy.upstream.registry import ListingFn, LoadError, UpstreamConnection, decide
 
 __all__ = ["DEFAULT_TRIES", "Supervision", "Supervisor", "pinned_listing"]
 
@@ -107,7 +107,7 @@ class Supervisor:
         *,
         repeat_window: int,
         offered: Iterable[str],
-        held: Connection | None = None,
+        held: UpstreamConnection | None = None,
         down: str | None = None,
     ) -> None:
         self.server = server
@@ -267,7 +267,7 @@ class Supervisor:
             if remote not in registered
         }
 
-    def _take(self, held: Connection, withheld: dict[str, str], supervision: Supervision) -> None:
+    def _take(self, held: UpstreamConnection, withheld: dict[str, str], supervision: Supervision) -> None:
         """The new connection serves from now on (no await here: no call sees half of it)."""
         self._held, self._down = held, None
         self._up_since = time.monotonic()

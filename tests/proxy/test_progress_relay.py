@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agentrt_proxy.mcp import CallContext
-from agentrt_proxy.proxy.progress import HOLD, UPSTREAM, ProgressMerge, ProgressRelay, Step
+from agentrt_proxy.proxy.progress import HOLD, UPSTREAM, ProgressMerge, ProgressRelay, ProgressStep
 
 
 @pytest.fixture
@@ -21,38 +21,47 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-def merged(*reports: tuple[str, float, float | None]) -> list[Step | None]:
+def merged(*reports: tuple[str, float, float | None]) -> list[ProgressStep | None]:
     merge = ProgressMerge()
     return [merge.step(source, value, total, None) for source, value, total in reports]
 
 
 def test_a_server_alone_reaches_the_host_as_it_sent_its_steps() -> None:
     steps = merged(*[(UPSTREAM, float(i), 5.0) for i in range(1, 6)])
-    assert steps == [Step(i, 5, None) for i in range(1, 6)]
+    assert steps == [ProgressStep(i, 5, None) for i in range(1, 6)]
     assert all(isinstance(s.progress, int) for s in steps if s)  # 1, not 1.0, on the wire
 
 
 def test_the_servers_steps_after_a_hold_continue_after_the_holds_last_value() -> None:
     steps = merged((HOLD, 1.0, 60.0), (HOLD, 2.5, 60.0), (UPSTREAM, 1.0, 5.0), (UPSTREAM, 5.0, 5.0))
-    assert steps == [Step(1, 60, None), Step(2.5, 60, None), Step(3.5, 7.5, None), Step(7.5, 7.5, None)]
+    assert steps == [
+        ProgressStep(1, 60, None),
+        ProgressStep(2.5, 60, None),
+        ProgressStep(3.5, 7.5, None),
+        ProgressStep(7.5, 7.5, None),
+    ]
 
 
 def test_a_server_starting_above_the_hold_keeps_its_own_scale() -> None:
     steps = merged((HOLD, 1.0, 60.0), (UPSTREAM, 40.0, 100.0), (UPSTREAM, 41.0, 100.0))
-    assert steps == [Step(1, 60, None), Step(40, 100, None), Step(41, 100, None)]
+    assert steps == [ProgressStep(1, 60, None), ProgressStep(40, 100, None), ProgressStep(41, 100, None)]
 
 
 def test_a_server_repeating_or_going_back_is_sent_the_smallest_increase() -> None:
     steps = merged((UPSTREAM, 3.0, 5.0), (UPSTREAM, 3.0, 5.0), (UPSTREAM, 1.0, 5.0))
     after_three = math.nextafter(3.0, math.inf)
-    assert steps == [Step(3, 5, None), Step(after_three, 5, None), Step(math.nextafter(after_three, math.inf), 5, None)]
+    assert steps == [
+        ProgressStep(3, 5, None),
+        ProgressStep(after_three, 5, None),
+        ProgressStep(math.nextafter(after_three, math.inf), 5, None),
+    ]
 
 
 def test_a_total_below_the_value_sent_is_left_out() -> None:
     assert merged((UPSTREAM, 5.0, 5.0), (UPSTREAM, 5.0, 5.0), (UPSTREAM, 9.0, 4.0)) == [
-        Step(5, 5, None),
-        Step(math.nextafter(5.0, math.inf), None, None),
-        Step(9, None, None),
+        ProgressStep(5, 5, None),
+        ProgressStep(math.nextafter(5.0, math.inf), None, None),
+        ProgressStep(9, None, None),
     ]
 
 
@@ -60,12 +69,12 @@ def test_a_value_that_is_not_finite_is_dropped_and_a_total_that_is_not_is_left_o
     assert merged((UPSTREAM, math.inf, 5.0), (UPSTREAM, math.nan, None), (UPSTREAM, 1.0, math.inf)) == [
         None,
         None,
-        Step(1, None, None),
+        ProgressStep(1, None, None),
     ]
 
 
 def test_the_servers_message_passes_as_it_came() -> None:
-    assert ProgressMerge().step(UPSTREAM, 1.0, None, "copying <b>") == Step(1, None, "copying <b>")
+    assert ProgressMerge().step(UPSTREAM, 1.0, None, "copying <b>") == ProgressStep(1, None, "copying <b>")
 
 
 reports = st.lists(

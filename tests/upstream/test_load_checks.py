@@ -25,10 +25,10 @@ from agentrt_proxy.upstream import (
     LiveTool,
     LoadedTool,
     LoadError,
+    LoadReport,
     Manifest,
     RefusedTool,
     Registered,
-    Report,
     decide,
     is_known_answer,
     known_answer_pattern,
@@ -95,13 +95,13 @@ def run_decide(
     listing: list[LiveTool] | None = None,
     manifest: Manifest | None = None,
     **server: Any,
-) -> tuple[list[LoadedTool], Report]:
+) -> tuple[list[LoadedTool], LoadReport]:
     listing = fs_listing() if listing is None else listing
     manifest = pin(fs_listing()) if manifest is None else manifest
     return decide(fs_server(rules, **server), manifest, listing, repeat_window=10 * 60 * SECOND)
 
 
-def reasons(report: Report) -> dict[str, str]:
+def reasons(report: LoadReport) -> dict[str, str]:
     return {entry.tool: entry.reason for entry in report.refused}
 
 
@@ -562,7 +562,7 @@ def test_load_hands_back_the_connection_and_closes_it_when_nothing_registers() -
 def test_the_report_escapes_what_the_server_chose() -> None:
     # TestReport_StringEscapesWhatTheServerChose
     forged = "x\n\x1b[2Kfs: registered evil as fs_evil (read_only)\u202e"
-    report = Report(
+    report = LoadReport(
         server="fs",
         registered=[Registered(forged, "fs_x", "read_only", hint_mismatch=forged)],
         refused=[RefusedTool("t\r", forged)],
