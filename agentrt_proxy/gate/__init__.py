@@ -20,27 +20,22 @@ from agentrt_proxy.gate.gate import Gate
 from agentrt_proxy.gate.model import (
     ALLOWED,
     DENIED,
+    DENY,
     ENDED,
     PENDING,
+    REQUIRE_APPROVAL,
     Decision,
     Limits,
     Observation,
+    OfferedTool,
+    PolicyDecision,
     PreparedDecision,
+    RunView,
+    ToolRequest,
     Verdict,
     proxy_limits,
 )
-from agentrt_proxy.gate.policy import (
-    DENY,
-    REQUIRE_APPROVAL,
-    OfferedTool,
-    PolicyDecision,
-    ProxyPolicy,
-    RunView,
-    SideEffectPolicy,
-    ToolRequest,
-    default_policy,
-    offered_tools_from_config,
-)
+from agentrt_proxy.gate.policy import ProxyPolicy, SideEffectPolicy, default_policy, offered_tools_from_config
 from agentrt_proxy.gate.session import Session, SessionEnded
 from agentrt_proxy.store import (
     OUTCOME_KNOWN,

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Any, Protocol, TypeVar
 
 from agentrt_proxy import canonical
 from agentrt_proxy.canonical import durations
+from agentrt_proxy.canonical.clock import Clock
 from agentrt_proxy.canonical.encoder import go_json
 from agentrt_proxy.config import READ_ONLY
 from agentrt_proxy.gate.approvals import approval_hash, stored_hash
@@ -16,7 +17,14 @@ from agentrt_proxy.gate.model import (
     ENDED,
     OPEN,
     PENDING,
+    REQUIRE_APPROVAL,
     Limits,
+    Policy,
+    PolicyDecision,
+    Reconcile,
+    Reconciliation,
+    RunView,
+    ToolRequest,
     Verdict,
     expired,
     fmt,
@@ -24,7 +32,6 @@ from agentrt_proxy.gate.model import (
     observation_json,
     observe,
 )
-from agentrt_proxy.gate.policy import REQUIRE_APPROVAL, PolicyDecision, Reconciliation, RunView, ToolRequest
 from agentrt_proxy.gate.proposal import Proposal
 from agentrt_proxy.gate.transitions import expire_approval, fail_step, finish_run, pause
 from agentrt_proxy.store import (
@@ -45,6 +52,7 @@ from agentrt_proxy.store import (
     RunLeased,
     RunStateError,
     Step,
+    Store,
     Tx,
 )
 from agentrt_proxy.text.record_text import (
@@ -60,14 +68,74 @@ from agentrt_proxy.text.record_text import (
     REASON_INTERRUPTED,
     SUMMARY_INTERRUPTED,
 )
+from agentrt_proxy.upstream import ToolSpec
 from agentrt_proxy.upstream.validation import schema_error
 
-if TYPE_CHECKING:  # types only: gate.py imports this module, and session.py is gate.py's
-    from agentrt_proxy.gate.gate import Gate
-    from agentrt_proxy.gate.session import Session
+
+class AttachSession(Protocol):
+    """What attaching needs of a session it opened (``session.Session`` is one)."""
+
+    current: Step | None
+
+    @property
+    def run_id(self) -> str: ...
+
+    @property
+    def limits(self) -> Limits: ...
+
+    @property
+    def store(self) -> Store: ...
+
+    def collecting(self, step: Step) -> None: ...
+
+    def dispatch(self, step: Step, prop: Proposal, *, expect_run: str, on_resume: bool) -> Verdict: ...
+
+    def end(self) -> None: ...
+
+    def policy_error(self, step: Step, error: str, now: str) -> Verdict: ...
+
+    def resume_running(self, tx: Tx, at: str, payload: dict[str, Any]) -> None: ...
 
 
-def attach(gate: Gate, run_id: str) -> tuple[Session | None, Verdict]:
+S = TypeVar("S", bound=AttachSession)
+S_co = TypeVar("S_co", bound=AttachSession, covariant=True)
+
+
+class AttachGate(Protocol[S_co]):
+    """What attaching needs of the gate (``gate.Gate`` is an ``AttachGate[Session]``): named
+    here, not imported, since the gate imports this module; ``open_session`` says which
+    session type an attach hands back."""
+
+    @property
+    def store(self) -> Store: ...
+
+    @property
+    def owner(self) -> str: ...
+
+    @property
+    def clock(self) -> Clock: ...
+
+    @property
+    def wall(self) -> Clock: ...
+
+    @property
+    def policy(self) -> Policy: ...
+
+    @property
+    def reconcile(self) -> Reconcile | None: ...
+
+    def is_active(self, run_id: str) -> bool: ...
+
+    def lease_expiry(self) -> str: ...
+
+    def open_session(self, run_id: str, limits: Limits) -> S_co: ...
+
+    def spec(self, name: str) -> ToolSpec | None: ...
+
+    def with_context(self, view: RunView, request: ToolRequest) -> RunView: ...
+
+
+def attach(gate: AttachGate[S], run_id: str) -> tuple[S | None, Verdict]:
     run = gate.store.get_run(run_id)
     if run.status == WAITING:
         return _collect(gate, run)
@@ -79,7 +147,7 @@ def attach(gate: Gate, run_id: str) -> tuple[Session | None, Verdict]:
 # --------------------------------------------------------------------------- collection
 
 
-def _collect(gate: Gate, run: Run) -> tuple[Session | None, Verdict]:
+def _collect(gate: AttachGate[S], run: Run) -> tuple[S | None, Verdict]:
     limits = Limits.parse(run.limits_json)
     now_ns = gate.clock.now_ns()
     step = next((s for s in reversed(gate.store.steps_of(run.id)) if s.status == AWAITING), None)
@@ -119,13 +187,13 @@ def _collect(gate: Gate, run: Run) -> tuple[Session | None, Verdict]:
     return (session if verdict.outcome in ("allowed", DENIED) else None), verdict
 
 
-def _expire(gate: Gate, grant: Approval, now_ns: int) -> Verdict:
+def _expire(gate: AttachGate[S], grant: Approval, now_ns: int) -> Verdict:
     with gate.store.write() as tx:
         expire_approval(tx, grant, now_ns)
     return Verdict(ENDED, approval=gate.store.get_approval(grant.id), run=gate.store.get_run(grant.run_id))
 
 
-def _invalid_on_resume(session: Session, step: Step, approval_id: str, error: str, now_ns: int) -> Verdict:
+def _invalid_on_resume(session: S, step: Step, approval_id: str, error: str, now_ns: int) -> Verdict:
     obs = invalid_decision(error, on_resume=True)
     at = fmt(now_ns)
     with session.store.write() as tx:
@@ -138,7 +206,7 @@ def _invalid_on_resume(session: Session, step: Step, approval_id: str, error: st
 # --------------------------------------------------------------------------- takeover
 
 
-def _take_over(gate: Gate, run: Run) -> tuple[Session | None, Verdict]:
+def _take_over(gate: AttachGate[S], run: Run) -> tuple[S | None, Verdict]:
     wall = gate.wall.now_ns()
     if gate.is_active(run.id):
         raise RunLeased(run.id, gate.owner, run.lease_expires_at)
@@ -161,7 +229,7 @@ def _take_over(gate: Gate, run: Run) -> tuple[Session | None, Verdict]:
     return _reconcile(gate, session, now_ns)
 
 
-def _live_lease_of_another(gate: Gate, run: Run, wall: int) -> bool:
+def _live_lease_of_another(gate: AttachGate[S], run: Run, wall: int) -> bool:
     if not run.lease_owner or run.lease_owner == gate.owner or not run.lease_expires_at:
         return False
     return durations.parse_time(run.lease_expires_at) > wall
@@ -178,7 +246,7 @@ def _mark_interrupted(tx: Tx, run_id: str, at: str) -> None:
         tx.append(run_id, step.id, at, "step.interrupted", content)
 
 
-def _reconcile(gate: Gate, session: Session, now_ns: int) -> tuple[Session | None, Verdict]:
+def _reconcile(gate: AttachGate[S], session: S, now_ns: int) -> tuple[S | None, Verdict]:
     run = gate.store.get_run(session.run_id)
     steps = gate.store.steps_of(session.run_id)
     rec = gate.reconcile(run, steps) if gate.reconcile is not None else _default_reconcile(gate, steps)
@@ -199,7 +267,7 @@ def _reconcile(gate: Gate, session: Session, now_ns: int) -> tuple[Session | Non
     return None, _conflict(gate, session, detail, steps, rec, at)
 
 
-def _default_reconcile(gate: Gate, steps: list[Step]) -> Reconciliation:
+def _default_reconcile(gate: AttachGate[S], steps: list[Step]) -> Reconciliation:
     """Without a hook: a non-read-only tool cut off while executing waits for an operator."""
     step = last_interrupted_while_executing(steps)
     if step is None:
@@ -215,8 +283,8 @@ def _default_reconcile(gate: Gate, steps: list[Step]) -> Reconciliation:
     return Reconciliation("waiting", step.id, pd)
 
 
-def _pause_interrupted(gate: Gate, session: Session, rec: Reconciliation, steps: list[Step],
-                       now_ns: int) -> tuple[Session | None, Verdict]:
+def _pause_interrupted(gate: AttachGate[S], session: S, rec: Reconciliation, steps: list[Step],
+                       now_ns: int) -> tuple[S | None, Verdict]:
     step = next(s for s in steps if s.id == rec.step_id)
     decision = canonical.parse_strict(step.decision_json or "{}")
     spec = gate.spec(decision.get("tool", ""))
@@ -240,7 +308,7 @@ def _pause_interrupted(gate: Gate, session: Session, rec: Reconciliation, steps:
     return None, Verdict(PENDING, approval=approval, run=gate.store.get_run(session.run_id))
 
 
-def _conflict(gate: Gate, session: Session, detail: str, steps: list[Step], rec: Reconciliation,
+def _conflict(gate: AttachGate[S], session: S, detail: str, steps: list[Step], rec: Reconciliation,
               at: str) -> Verdict:
     step = next((s for s in steps if s.id == rec.step_id), None)
     n = step.idx if step is not None else 0

@@ -12,22 +12,24 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import anyio
 
+from agentrt_proxy.canonical.clock import Clock
 from agentrt_proxy.gate.leases import LeaseRenewals
 from agentrt_proxy.gate.model import (
     ENDED,
     EXECUTED,
+    Limits,
     Observation,
+    ToolRequest,
     Verdict,
     expired,
     fmt,
     observation_from_outcome,
     observe,
 )
-from agentrt_proxy.gate.policy import ToolRequest
 from agentrt_proxy.gate.proposal import Proposal
 from agentrt_proxy.gate.transitions import expire_approval, record_outcome, record_policy_row
 from agentrt_proxy.mcp import outcomes
@@ -37,11 +39,14 @@ from agentrt_proxy.store import (
     EXECUTING,
     ApprovalExpired,
     LeaseLost,
+    Run,
     Step,
+    Store,
     StoreCorrupt,
     StoreError,
     StoreGone,
     StoreUnavailable,
+    Tx,
     WouldBlock,
 )
 from agentrt_proxy.text.record_text import (
@@ -51,9 +56,66 @@ from agentrt_proxy.text.record_text import (
     SUMMARY_CANCELLED,
     SUMMARY_PANIC,
 )
+from agentrt_proxy.upstream import ToolSpec
 
-if TYPE_CHECKING:  # the session's type only: session.py imports this module
-    from agentrt_proxy.gate.session import Session
+
+class ExecutionGate(Protocol):
+    """What an execution needs of its session's gate."""
+
+    @property
+    def store(self) -> Store: ...
+
+    @property
+    def owner(self) -> str: ...
+
+    @property
+    def policy_id(self) -> str: ...
+
+    @property
+    def clock(self) -> Clock: ...
+
+    @property
+    def lease_ttl(self) -> int: ...
+
+    def lease_expiry(self) -> str: ...
+
+    def spec_row(self, spec: ToolSpec) -> tuple[str, str]: ...
+
+
+class ExecutionSession(Protocol):
+    """What an execution tells and asks of its session (``session.Session`` is one): named
+    here, not imported, so this module stays below the session that starts executions."""
+
+    @property
+    def gate(self) -> ExecutionGate: ...
+
+    @property
+    def run_id(self) -> str: ...
+
+    @property
+    def limits(self) -> Limits: ...
+
+    @property
+    def store(self) -> Store: ...
+
+    @property
+    def ended_run(self) -> Run | None: ...
+
+    def check_lease(self, tx: Tx) -> None: ...
+
+    def end(self) -> None: ...
+
+    def forget_begun(self) -> None: ...
+
+    def mark_lease_lost(self) -> None: ...
+
+    def resume_running(self, tx: Tx, at: str, payload: dict[str, Any]) -> None: ...
+
+    def start_tool(self) -> None: ...
+
+    def step_recorded(self, ended_run: Run | None) -> None: ...
+
+    def step_restored(self, execution: Execution) -> None: ...
 
 RECORD_GRACE_S = 5.0  # a tool is bounded by its spec's timeout plus this, as a safety net
 # An outcome the store refused (locked past the busy timeout, full, read-only for a moment) is
@@ -80,7 +142,7 @@ OnRecorded = Callable[[Observation], None]
 
 
 class Execution:
-    def __init__(self, session: Session, step: Step, prop: Proposal) -> None:
+    def __init__(self, session: ExecutionSession, step: Step, prop: Proposal) -> None:
         self.session, self.step, self.prop = session, step, prop
         self.started = False  # the record that the tool is starting was written
 

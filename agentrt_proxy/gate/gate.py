@@ -19,14 +19,23 @@ from agentrt_proxy.canonical.encoder import Raw, go_json
 from agentrt_proxy.gate import attempts
 from agentrt_proxy.gate.arguments import validation_error
 from agentrt_proxy.gate.attach import attach
-from agentrt_proxy.gate.model import Decision, Limits, PreparedDecision, Verdict, fmt, record_decision
-from agentrt_proxy.gate.policy import Policy, Reconciliation, RunView, ToolRequest
+from agentrt_proxy.gate.model import (
+    Decision,
+    Limits,
+    Policy,
+    PreparedDecision,
+    Reconcile,
+    RunView,
+    ToolRequest,
+    Verdict,
+    fmt,
+    record_decision,
+)
 from agentrt_proxy.gate.session import Session
-from agentrt_proxy.store import DEFAULT_LEASE_TTL_NS, RUNNING, Run, RunLeased, Step, Store
+from agentrt_proxy.store import DEFAULT_LEASE_TTL_NS, RUNNING, Run, RunLeased, Store
 from agentrt_proxy.text.record_text import ERR_LIMITS, ERR_TOOL_NAMES, ERR_TOOL_TIMEOUT
 from agentrt_proxy.upstream import ToolSpec
 
-Reconcile = Callable[[Run, list[Step]], Reconciliation]
 # What a decision reads besides the run (RunView.context): read as the policy is evaluated,
 # inside the transaction that acts on the decision. None: nothing.
 Context = Callable[[ToolRequest], "Mapping[str, Any] | None"]

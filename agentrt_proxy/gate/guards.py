@@ -13,13 +13,14 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from agentrt_proxy import canonical
 from agentrt_proxy.canonical.durations import format_go
-from agentrt_proxy.config import TRUSTED, Config
+from agentrt_proxy.config import TRUSTED, Budget, Config
 from agentrt_proxy.gate.amounts import Unresolved, exact, show
 from agentrt_proxy.gate.budgets import Budgets, Priced
+from agentrt_proxy.gate.model import DENY, REQUIRE_APPROVAL, OfferedTool, RunView, ToolRequest
 from agentrt_proxy.store import APPROVED, Store
 from agentrt_proxy.text.model_text import status_budget_line
 from agentrt_proxy.text.record_text import (
@@ -37,17 +38,11 @@ from agentrt_proxy.text.record_text import (
     REASON_UNRESOLVED,
 )
 
-if TYPE_CHECKING:
-    from agentrt_proxy.config import Budget
-    from agentrt_proxy.gate.policy import OfferedTool, RunView, ToolRequest
-
 OVER_BUDGET_KIND = "over_budget"
 CLEAN_CONTEXT_KIND = "clean_context"
 UNRESOLVED_KIND = "unresolved_amount"
 UNREAD_KIND = "budget_unread"  # the spending could not be read: DENIED, no allowance's end
 GUARD_KINDS = (OVER_BUDGET_KIND, CLEAN_CONTEXT_KIND)
-DENY = "deny"
-REQUIRE_APPROVAL = "require_approval"
 
 
 @dataclass(frozen=True)

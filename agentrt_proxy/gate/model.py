@@ -7,16 +7,16 @@ from __future__ import annotations
 
 import base64
 import hashlib
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from agentrt_proxy import canonical
 from agentrt_proxy.canonical import durations
 from agentrt_proxy.canonical.encoder import Raw, go_json
 from agentrt_proxy.gate import attempts
-from agentrt_proxy.gate.policy import ToolRequest
 from agentrt_proxy.mcp import outcomes
-from agentrt_proxy.store import Approval, Run
+from agentrt_proxy.store import Approval, Run, Step
 from agentrt_proxy.text.record_text import (
     ERR_ARGS_UNUSABLE,
     ERR_NO_ANSWER,
@@ -28,6 +28,98 @@ from agentrt_proxy.text.record_text import (
     SUMMARY_INVALID_RESUME,
     SUMMARY_TOOL_ERROR,
 )
+from agentrt_proxy.upstream import ToolSpec
+
+# the policy's outcomes (runtime-core §2.3; the configuration checks a rule's against its own list)
+ALLOW = "allow"
+REQUIRE_APPROVAL = "require_approval"
+DENY = "deny"
+ABORT = "abort"
+
+
+# ----------------------------------------------------------------- what a policy is handed and answers
+
+
+@dataclass(frozen=True)
+class ToolRequest:
+    """The exact request: what executes, what an approval binds."""
+
+    run_id: str
+    step_id: str
+    spec: ToolSpec
+    args: Any  # a literal-keeping tree; {} when the decision carried none
+
+    def tree(self) -> dict[str, Any]:
+        return {"run_id": self.run_id, "step_id": self.step_id, "spec": self.spec.tree(), "args": self.args}
+
+
+@dataclass(frozen=True)
+class PolicyDecision:
+    outcome: str
+    reason: str = ""
+    kind: str = ""
+    capability: Any = None  # a tree; None is recorded as {}
+    presentation: Any = None
+
+    def tree(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"outcome": self.outcome}
+        for name in ("reason", "kind"):
+            if getattr(self, name):
+                out[name] = getattr(self, name)
+        for name in ("capability", "presentation"):
+            if getattr(self, name) is not None:
+                out[name] = getattr(self, name)
+        return out
+
+
+@dataclass(frozen=True)
+class RunView:
+    """What the policy sees: the run as the step started, the steps before this one, the
+    run's approvals, and the current step."""
+
+    run: Run
+    steps: list[Step]
+    approvals: list[Approval]
+    step: Step | None = None
+    # What the decision reads besides the run (docs/decisions/0017): each covering budget's
+    # spending ("budgets") and the untrusted result this process returned ("untrusted").
+    # Read by the gate as it decides, recorded with the view, rebuilt by recheck; None: none.
+    context: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Reconciliation:
+    """What to do with a run taken over mid-call: continue, completed (+result),
+    waiting (+decision for step_id), or conflict (+detail)."""
+
+    action: str
+    step_id: str = ""
+    decision: PolicyDecision | None = None
+    result: Any = None
+    detail: str = ""
+
+
+# What the gate calls when it takes over a run found mid-call (the proxy's policy supplies it).
+Reconcile = Callable[[Run, list[Step]], Reconciliation]
+
+
+class Policy(Protocol):
+    def evaluate(self, request: ToolRequest, view: RunView) -> PolicyDecision: ...
+
+    def policy_id(self) -> str: ...
+
+
+@dataclass(frozen=True)
+class OfferedTool:
+    """A tool the proxy offers: its registered name, where it goes, and the operator's rule."""
+
+    name: str
+    server: str
+    remote: str
+    side_effect: str
+    outcome: str | None = None
+    fixed: Mapping[str, Any] = field(default_factory=dict)
+
 
 # verdict outcomes
 ALLOWED, DENIED, PENDING, ENDED = "allowed", "denied", "pending", "ended"

@@ -12,13 +12,23 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
 from agentrt_proxy import canonical
-from agentrt_proxy.config import DEFAULT_POLICY, READ_ONLY
+from agentrt_proxy.config import DEFAULT_POLICY, READ_ONLY, Config
 from agentrt_proxy.gate.attempts import INTERRUPTED_SIDE_EFFECT, Attempt, last_interrupted_while_executing
 from agentrt_proxy.gate.guards import Guards, Ruling
+from agentrt_proxy.gate.model import (
+    ALLOW,
+    DENY,
+    REQUIRE_APPROVAL,
+    OfferedTool,
+    PolicyDecision,
+    Reconciliation,
+    RunView,
+    ToolRequest,
+)
+from agentrt_proxy.store import Run, Step
 from agentrt_proxy.text.record_text import (
     DETAIL_TOOL_GONE,
     HOW_ENDED,
@@ -32,91 +42,11 @@ from agentrt_proxy.text.record_text import (
     REASON_RULE,
     REASON_UNKNOWN_OUTCOME,
 )
-from agentrt_proxy.upstream import ToolSpec
-
-if TYPE_CHECKING:
-    from agentrt_proxy.config import Config
-    from agentrt_proxy.store import Approval, Run, Step
-
-
-# the policy's outcomes (runtime-core §2.3; the configuration checks a rule's against its own list)
-ALLOW = "allow"
-REQUIRE_APPROVAL = "require_approval"
-DENY = "deny"
-ABORT = "abort"
 
 
 def default_policy() -> dict[str, str]:
     """agentrt.DefaultPolicy: reads and local changes run, remote ones ask, destruction is refused."""
     return dict(DEFAULT_POLICY)
-
-
-# --------------------------------------------------------------------------- what a policy is handed
-
-
-@dataclass(frozen=True)
-class ToolRequest:
-    """The exact request: what executes, what an approval binds."""
-
-    run_id: str
-    step_id: str
-    spec: ToolSpec
-    args: Any  # a literal-keeping tree; {} when the decision carried none
-
-    def tree(self) -> dict[str, Any]:
-        return {"run_id": self.run_id, "step_id": self.step_id, "spec": self.spec.tree(), "args": self.args}
-
-
-@dataclass(frozen=True)
-class PolicyDecision:
-    outcome: str
-    reason: str = ""
-    kind: str = ""
-    capability: Any = None  # a tree; None is recorded as {}
-    presentation: Any = None
-
-    def tree(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"outcome": self.outcome}
-        for name in ("reason", "kind"):
-            if getattr(self, name):
-                out[name] = getattr(self, name)
-        for name in ("capability", "presentation"):
-            if getattr(self, name) is not None:
-                out[name] = getattr(self, name)
-        return out
-
-
-@dataclass(frozen=True)
-class RunView:
-    """What the policy sees: the run as the step started, the steps before this one, the
-    run's approvals, and the current step."""
-
-    run: Run
-    steps: list[Step]
-    approvals: list[Approval]
-    step: Step | None = None
-    # What the decision reads besides the run (docs/decisions/0017): each covering budget's
-    # spending ("budgets") and the untrusted result this process returned ("untrusted").
-    # Read by the gate as it decides, recorded with the view, rebuilt by recheck; None: none.
-    context: Mapping[str, Any] | None = None
-
-
-@dataclass(frozen=True)
-class Reconciliation:
-    """What to do with a run taken over mid-call: continue, completed (+result),
-    waiting (+decision for step_id), or conflict (+detail)."""
-
-    action: str
-    step_id: str = ""
-    decision: PolicyDecision | None = None
-    result: Any = None
-    detail: str = ""
-
-
-class Policy(Protocol):
-    def evaluate(self, request: ToolRequest, view: RunView) -> PolicyDecision: ...
-
-    def policy_id(self) -> str: ...
 
 
 class SideEffectPolicy:
@@ -141,18 +71,6 @@ class SideEffectPolicy:
 
 
 # --------------------------------------------------------------------------- the proxy's policy
-
-
-@dataclass(frozen=True)
-class OfferedTool:
-    """A tool the proxy offers: its registered name, where it goes, and the operator's rule."""
-
-    name: str
-    server: str
-    remote: str
-    side_effect: str
-    outcome: str | None = None
-    fixed: Mapping[str, Any] = field(default_factory=dict)
 
 
 def offered_tools_from_config(config: Config) -> dict[str, OfferedTool]:

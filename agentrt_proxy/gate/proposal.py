@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agentrt_proxy.gate.policy import PolicyDecision, RunView, ToolRequest
+from agentrt_proxy.gate.model import PolicyDecision, RunView, ToolRequest
 from agentrt_proxy.store import Approval
 
 

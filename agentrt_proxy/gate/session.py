@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from agentrt_proxy.canonical.clock import Clock
 from agentrt_proxy.canonical.encoder import go_json
-from agentrt_proxy.gate.dispatch import dispatch_decision, end_on_policy_error
-from agentrt_proxy.gate.execution import CallTool, Execution, OnRecorded
+from agentrt_proxy.gate.dispatch import DispatchGate, dispatch_decision, end_on_policy_error
+from agentrt_proxy.gate.execution import CallTool, Execution, ExecutionGate, OnRecorded
 from agentrt_proxy.gate.leases import check_lease
 from agentrt_proxy.gate.limits import limit_reached
 from agentrt_proxy.gate.model import (
@@ -24,12 +25,14 @@ from agentrt_proxy.gate.model import (
     ENDED,
     Decision,
     Limits,
+    Policy,
     PreparedDecision,
+    RunView,
+    ToolRequest,
     Verdict,
     fmt,
     invalid_decision,
 )
-from agentrt_proxy.gate.policy import RunView, ToolRequest
 from agentrt_proxy.gate.proposal import Proposal
 from agentrt_proxy.gate.transitions import fail_step, finish_run, resume_run
 from agentrt_proxy.store import (
@@ -54,8 +57,24 @@ from agentrt_proxy.text.record_text import (
     ERR_SESSION_CLOSED,
 )
 
-if TYPE_CHECKING:  # the gate's type only: gate.py imports this module to open sessions
-    from agentrt_proxy.gate.gate import Gate
+
+class SessionGate(DispatchGate, ExecutionGate, Protocol):
+    """What a session needs of the gate that opened it (``gate.Gate`` is one): named here, not
+    imported, since the gate imports this module to open sessions."""
+
+    @property
+    def wall(self) -> Clock: ...
+
+    @property
+    def policy(self) -> Policy: ...
+
+    def prepare(self, decision: Decision) -> PreparedDecision: ...
+
+    def with_context(self, view: RunView, request: ToolRequest) -> RunView: ...
+
+    def session_ended(self, run_id: str) -> None: ...
+
+    def session_resumed(self, run_id: str) -> None: ...
 
 class SessionEnded(StoreError):
     """The session has ended (its run paused or finished, or a failed call ended it): attach
@@ -66,7 +85,7 @@ class SessionEnded(StoreError):
 class Session:
     """One run under this gate's lease. Calls are serialised by the caller."""
 
-    def __init__(self, gate: Gate, run_id: str, limits: Limits) -> None:
+    def __init__(self, gate: SessionGate, run_id: str, limits: Limits) -> None:
         self.gate, self.run_id, self.limits = gate, run_id, limits
         self.current: Step | None = None
         self._execution: Execution | None = None  # the open step's allowed request

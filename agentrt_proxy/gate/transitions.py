@@ -11,8 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentrt_proxy.canonical.encoder import Raw, go_json
-from agentrt_proxy.gate.model import Limits, Observation, fmt, observation_json
-from agentrt_proxy.gate.policy import PolicyDecision, RunView, ToolRequest
+from agentrt_proxy.gate.model import Limits, Observation, PolicyDecision, RunView, ToolRequest, fmt, observation_json
 from agentrt_proxy.gate.proposal import Proposal
 from agentrt_proxy.store import (
     APPROVAL_PENDING,

@@ -7,7 +7,7 @@ the store's errors. Code outside the package imports these names from here.
 
 from agentrt_proxy.store import holds
 from agentrt_proxy.store.audit import PROMPT_GET, RESOURCE_READ, PassthroughRead, record_passthrough
-from agentrt_proxy.store.chain import ChainBreak, VerifyReport, chain_hash
+from agentrt_proxy.store.chain import ChainBreak, chain_hash
 from agentrt_proxy.store.errors import (
     ApprovalChanged,
     ApprovalExpired,
@@ -75,6 +75,7 @@ from agentrt_proxy.store.states import (
 from agentrt_proxy.store.store import Store
 from agentrt_proxy.store.tasks import ERA_2025, ERA_EXTENSION, TaskRow, new_task_id
 from agentrt_proxy.store.tx import Tx
+from agentrt_proxy.store.verify import VerifyReport
 from agentrt_proxy.text.record_text import MSG_RUN_STATE
 
 __all__ = [

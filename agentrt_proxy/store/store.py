@@ -18,7 +18,6 @@ from contextlib import AbstractContextManager
 
 from agentrt_proxy.canonical import durations
 from agentrt_proxy.canonical.clock import WALL
-from agentrt_proxy.store.chain import VerifyReport, read_event_hash, read_head, verify_chain
 from agentrt_proxy.store.connection import BUSY_TIMEOUT_MS, connect, switch_to_wal
 from agentrt_proxy.store.errors import NotFound, WouldBlock
 from agentrt_proxy.store.holds import Holds
@@ -54,6 +53,7 @@ from agentrt_proxy.store.state_check import check_state
 from agentrt_proxy.store.tasks import Tasks
 from agentrt_proxy.store.transactions import Database
 from agentrt_proxy.store.tx import Tx
+from agentrt_proxy.store.verify import VerifyReport, read_event_hash, read_head, verify_chain
 from agentrt_proxy.text.record_text import MSG_APPROVAL_NOT_FOUND, MSG_MISSING
 
 # ``_connect``, ``WouldBlock`` and ``BUSY_TIMEOUT_MS`` are reached through this module by

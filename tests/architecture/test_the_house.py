@@ -35,15 +35,7 @@ def imported_modules(name: str, path: Path, tree: ast.Module, known: set[str]) -
     """Every module of the package ``tree`` imports, at any depth (lazy imports included)."""
     package = name if path.name == "__init__.py" else name.rsplit(".", 1)[0]
     found: set[str] = set()
-    type_only = {
-        id(inner)
-        for node in ast.walk(tree)
-        if isinstance(node, ast.If) and ast.unparse(node.test) in ("TYPE_CHECKING", "typing.TYPE_CHECKING")
-        for inner in ast.walk(node)
-    }
-    for node in ast.walk(tree):
-        if id(node) in type_only:
-            continue
+    for node in ast.walk(tree):  # imports under TYPE_CHECKING count: a type a module names is a dependency
         targets: list[str] = []
         if isinstance(node, ast.Import):
             targets = [alias.name for alias in node.names]
@@ -82,8 +74,8 @@ def test_no_module_imports_itself_through_others() -> None:
     """No cycle between modules, counting lazy imports inside functions: a cycle is a design
     knot even when Python happens to tolerate it. Importing a package's ``__init__`` counts as
     importing what it re-exports, so a module may not import its own package. Names imported
-    under ``TYPE_CHECKING`` only are not imports (a helper of ``Session`` may name the type it
-    is handed; docs/design.md says where)."""
+    under ``TYPE_CHECKING`` count too: a type a module names is a dependency, and a helper
+    names the narrow protocol it needs instead of the class that calls it."""
     graph: dict[str, set[str]] = {}
     parsed = list(modules())
     known = {name for name, _, _ in parsed}
@@ -146,14 +138,19 @@ def test_every_exception_the_program_raises_derives_from_the_one_root() -> None:
     assert outside == []
 
 
-def test_no_two_exception_classes_share_a_name() -> None:
+def test_no_two_classes_share_a_name() -> None:
+    """One name, one thing: no two classes of the package (exceptions, values, protocols, nested
+    ones alike) are called the same, so a name read anywhere means one class."""
     seen: dict[str, str] = {}
     clashes = []
-    for cls in exception_classes():
-        where = f"{cls.__module__}.{cls.__qualname__}"
-        if cls.__name__ in seen and seen[cls.__name__] != where:
-            clashes.append(f"{cls.__name__}: {seen[cls.__name__]} and {where}")
-        seen.setdefault(cls.__name__, where)
+    for name, _, tree in modules():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                where = f"{name}.{node.name}"
+                if node.name in seen and seen[node.name] != where:
+                    clashes.append(f"{node.name}: {seen[node.name]} and {where}")
+                seen.setdefault(node.name, where)
+    assert len(seen) > 200  # the walk itself sees the package's classes
     assert clashes == []
 
 
