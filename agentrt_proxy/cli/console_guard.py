@@ -89,7 +89,9 @@ class Guard:
         return f"{self.cookie_name}={session}; HttpOnly; SameSite=Strict; Path=/"
 
 
-# Served with every answer: nothing from outside, no inline script, no framing, no referrer.
+# Served with every answer: nothing from outside, no inline script, no framing, no referrer to
+# another site ("same-origin", not "no-referrer": under that Chromium sends ``Origin: null`` with
+# the console's own forms, which the Origin check would then refuse).
 SECURITY_HEADERS = (
     (
         "Content-Security-Policy",
@@ -98,7 +100,7 @@ SECURITY_HEADERS = (
     ),
     ("X-Content-Type-Options", "nosniff"),
     ("X-Frame-Options", "DENY"),
-    ("Referrer-Policy", "no-referrer"),
+    ("Referrer-Policy", "same-origin"),
     ("Cache-Control", "no-store"),
     ("Cross-Origin-Opener-Policy", "same-origin"),
     ("Cross-Origin-Resource-Policy", "same-origin"),

@@ -94,6 +94,9 @@ class Handler(BaseHTTPRequestHandler):
             return
         url = urlsplit(self.path)
         query = {k: v[-1] for k, v in parse_qs(url.query, keep_blank_values=True).items()}
+        if url.path == "/favicon.ico":
+            self._send(204, "", "image/x-icon")
+            return
         if url.path in STATIC:
             content_type, text = STATIC[url.path]
             self._send(200, text, content_type)
