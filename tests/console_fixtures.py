@@ -31,9 +31,12 @@ class Running:
 
 
 @contextmanager
-def console(argv: list[str], env: Mapping[str, str], config: Path, *extra: str) -> Iterator[Running]:
+def console(
+    argv: list[str], env: Mapping[str, str], config: Path, *extra: str, browser: bool = False
+) -> Iterator[Running]:
+    """The console child; ``browser``: without -no-browser (the environment says what opens)."""
     process = subprocess.Popen(
-        [*argv, "console", "-config", str(config), "-no-browser", "-by", "tester", *extra],
+        [*argv, "console", "-config", str(config), *([] if browser else ["-no-browser"]), "-by", "tester", *extra],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         stdin=subprocess.DEVNULL,
@@ -62,8 +65,14 @@ class Answer:
     body: str
 
 
-def request(c: Running, method: str, path: str, *, headers: Mapping[str, str] | None = None,
-            form: Mapping[str, str] | None = None) -> Answer:
+def request(
+    c: Running,
+    method: str,
+    path: str,
+    *,
+    headers: Mapping[str, str] | None = None,
+    form: Mapping[str, str] | None = None,
+) -> Answer:
     conn = http.client.HTTPConnection("127.0.0.1", c.port, timeout=20)
     try:
         sent = {"Host": f"127.0.0.1:{c.port}", **(headers or {})}
@@ -106,7 +115,7 @@ def tables(db: Path) -> tuple[list[tuple[object, ...]], ...]:
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
         return tuple(
-            conn.execute(f"SELECT * FROM {name} ORDER BY rowid").fetchall()  # noqa: S608 - fixed names
+            conn.execute(f"SELECT * FROM {name} ORDER BY rowid").fetchall()
             for name in ("approvals", "events", "runs", "steps")
         )
     finally:

@@ -11,10 +11,14 @@ the code ``approve`` and ``reject`` run (``console_decide``). See docs/console.m
 from __future__ import annotations
 
 import contextlib
+import html
 import os
+import shutil
 import signal
 import sys
+import tempfile
 import threading
+import urllib.request
 import webbrowser
 from typing import Any
 
@@ -79,13 +83,15 @@ def _run(path: str, config_path: str, port: int, by: str, browser: bool) -> int:
     url = server.console.guard.url()
     with contextlib.suppress(OSError):  # a directory it cannot write: watch just won't name the console
         console_beacon.write(path, server.console.guard.port)
+    opener = ""
     previous = signal.signal(signal.SIGTERM, lambda *_: _stop(server, stopping))
     try:
         sys.stdout.write(console_text.CONSOLE_OPEN.format(url=url) + "\n")
         sys.stdout.flush()
         if browser:
             sys.stderr.write(console_text.CONSOLE_BROWSER + "\n")
-            threading.Thread(target=_open_browser, args=(url,), daemon=True).start()
+            opener = _opener_file(url)
+            threading.Thread(target=_open_browser, args=(opener,), daemon=True).start()
         server.serve_forever(poll_interval=0.2)
     except KeyboardInterrupt:
         pass
@@ -94,6 +100,8 @@ def _run(path: str, config_path: str, port: int, by: str, browser: bool) -> int:
         signal.signal(signal.SIGTERM, previous)
         server.server_close()
         console_beacon.remove(path)
+        if opener:
+            shutil.rmtree(os.path.dirname(opener), ignore_errors=True)
         sys.stderr.write(console_text.CONSOLE_STOPPED + "\n")
     return 0
 
@@ -104,7 +112,23 @@ def _stop(server: Server, stopping: threading.Event) -> None:
     threading.Thread(target=server.shutdown, daemon=True).start()
 
 
-def _open_browser(url: str) -> Any:
+def _opener_file(url: str) -> str:
+    """A page of the user's own (0600 in a 0700 directory) that sends the browser on to the link.
+
+    The browser is started with this file's address, not the link: a command line is readable by
+    every user of the machine (``ps``), and another user who read the token there could spend it
+    first. The file is removed when the console stops.
+    """
+    directory = tempfile.mkdtemp(prefix="agentrt-console-")
+    path = os.path.join(directory, "open.html")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(console_text.opener_page(html.escape(url, quote=True)))
+    return path
+
+
+def _open_browser(opener: str) -> Any:
+    url = "file://" + urllib.request.pathname2url(opener)
     with contextlib.suppress(Exception):  # no browser found is not the console's failure: the link is printed
         return webbrowser.open(url)
     return None

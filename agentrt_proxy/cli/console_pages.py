@@ -173,6 +173,14 @@ def message_page(title: str, lines: Sequence[str], cls: str = "") -> str:
     return page(title, f'<h1>{esc(title)}</h1><div class="{esc(cls)}">{body}</div><p><a href="/">{esc(T.BACK)}</a></p>')
 
 
+def continue_page() -> str:
+    """After the link was exchanged from another page: on to the console, without the token."""
+    return (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8"><meta http-equiv="refresh" content="0;url=/">'
+        f'<title>{esc(T.TITLE)}</title></head><body><p><a href="/">{esc(T.CONTINUE)}</a></p></body></html>'
+    )
+
+
 def refused_page(reason: str) -> str:
     return message_page(T.REFUSED_TITLE, [reason, T.REFUSED_NOTHING_CHANGED], "refused")
 

@@ -120,8 +120,15 @@ class Handler(BaseHTTPRequestHandler):
             self._refuse(403, T.REFUSED_TOKEN)
             return
         session, _ = found
-        # 303 to the address without the token: it leaves the address bar and the history.
-        self._send(303, "", extra=(("Location", "/"), ("Set-Cookie", self.console.guard.set_cookie(session))))
+        cookie = ("Set-Cookie", self.console.guard.set_cookie(session))
+        if self.headers.get("Sec-Fetch-Site", "none") in ("none", "same-origin"):
+            # 303 to the address without the token: it leaves the address bar and the history.
+            self._send(303, "", extra=(("Location", "/"), cookie))
+            return
+        # Opened from another page (the local file the browser was started with): a redirect
+        # would stay that page's navigation, and SameSite=Strict withholds the new cookie from
+        # it; a refresh from this page of the console's own is same-site and carries it.
+        self._send(200, pages.continue_page(), extra=(cookie,))
 
     def _route(self, path: str, query: dict[str, str], csrf: str) -> None:
         c = self.console

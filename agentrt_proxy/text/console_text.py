@@ -15,6 +15,16 @@ CONSOLE_BAD_PORT = "-port must be 0 (any free port) or 1..65535, not {port}"
 CONSOLE_CANNOT_LISTEN = "console: cannot listen on 127.0.0.1:{port}: {detail}"
 CONSOLE_NEED_CONFIG = "console needs -config FILE"
 
+
+def opener_page(url: str) -> str:
+    """The local file the browser is started with; ``url`` is HTML-escaped by the caller."""
+    return (
+        '<!doctype html><html lang="en"><head><meta charset="utf-8">'
+        f'<meta http-equiv="refresh" content="0;url={url}"><title>agentrt-proxy console</title></head>'
+        f'<body><p><a href="{url}">Open the agentrt-proxy console</a></p></body></html>'
+    )
+
+
 # ------------------------------------------------------------------ refusals (a page each, nothing changed)
 REFUSED_TITLE = "Refused"
 REFUSED_NOTHING_CHANGED = "Nothing was changed."
@@ -44,6 +54,7 @@ NAV = (
     ("/tools", "Tools"),
     ("/verify", "Audit chain"),
 )
+CONTINUE = "Open the console"
 SKIP_LINK = "Skip to the content"
 APPROVALS_HEAD = "Waiting approvals ({count})"
 APPROVALS_NONE = "Nothing waits for you."

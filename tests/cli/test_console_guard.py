@@ -92,8 +92,13 @@ def test_the_beacon_names_the_port_of_a_live_console_and_never_a_token(tmp_path:
 
 @pytest.mark.parametrize(
     "content",
-    ['{"port": 43117, "pid": 999999999}', '{"port": 0, "pid": 1}', '{"port": "43117", "pid": 1}', "not json",
-     '{"port": 43117, "pid": 1, "pad": "' + "x" * 300 + '"}'],
+    [
+        '{"port": 43117, "pid": 999999999}',
+        '{"port": 0, "pid": 1}',
+        '{"port": "43117", "pid": 1}',
+        "not json",
+        '{"port": 43117, "pid": 1, "pad": "' + "x" * 300 + '"}',
+    ],
 )
 def test_a_beacon_of_a_gone_process_or_of_any_other_shape_names_nothing(tmp_path: Path, content: str) -> None:
     db = str(tmp_path / "proxy.db")

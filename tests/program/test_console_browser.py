@@ -21,6 +21,7 @@ import pytest
 from tests.console_fixtures import Running, console
 from tests.harness import is_error, text_of
 from tests.program.test_serve_process import World, prefix, proxy, world
+from tests.program.test_watch import stub, wait_lines
 
 CHROMIUM = "/usr/bin/chromium"
 pytestmark = [
@@ -29,8 +30,14 @@ pytestmark = [
     pytest.mark.timeout(120),
     pytest.mark.skipif(not os.path.exists(CHROMIUM), reason=f"no {CHROMIUM}: apt-get install chromium"),
 ]
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update",
-        "--disable-sync", "--no-first-run"]
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 NINA = {"to": "nina", "amount": 12}
 WAIT_MS = 15_000  # a generous bound for a loaded machine; the page itself polls every 0.2 s
 
@@ -173,7 +180,7 @@ async def test_an_approval_with_the_keyboard_alone(
 async def test_at_360_pixels_wide_the_approval_fits_the_screen(
     tmp_path: Path, program_argv: list[str], program_env: dict[str, str]
 ) -> None:
-    async with scene(tmp_path, program_argv, program_env) as (w, host, c), browser() as chromium:
+    async with scene(tmp_path, program_argv, program_env) as (_w, host, c), browser() as chromium:
         long_payee = {"to": "a-payee-with-a-very-long-name-" + "x" * 120, "amount": 7}
         assert prefix(await host.call("bank_pay", long_payee)) == "PENDING_APPROVAL"
         _, page = await signed_in(chromium, c, viewport={"width": 360, "height": 780})
@@ -211,3 +218,25 @@ async def test_without_javascript_the_confirmation_is_a_page_and_the_approval_pa
         assert text_of(await host.call("bank_pay", NINA)) == "paid 12.00 to nina" and w.payments() == 1
         await page.goto(c.origin + "/runs?status=all&tool=bank_pay")
         assert approval_row(w).run_id in await page.locator("table.runs").inner_text()
+
+
+async def test_the_browser_is_started_with_a_private_page_that_signs_it_in_and_never_the_token(
+    tmp_path: Path, program_argv: list[str], program_env: dict[str, str]
+) -> None:
+    log = stub(tmp_path, "a-browser")  # what webbrowser runs: $BROWSER, with the address to open
+    env = {**program_env, "DISPLAY": ":99", "BROWSER": str(tmp_path / "bin" / "a-browser")}
+    async with world(tmp_path, program_argv, program_env) as w, proxy(w) as host:
+        assert prefix(await host.call("bank_pay", NINA)) == "PENDING_APPROVAL"
+        with console(program_argv, env, w.config, browser=True) as c:
+            [line] = wait_lines(log, 1)
+            opened = line.split("|", 1)[0]
+            assert opened.startswith("file://") and c.token not in line  # no token on a command line
+            opener = Path(opened.removeprefix("file://"))
+            assert oct(opener.stat().st_mode)[-3:] == "600" and oct(opener.parent.stat().st_mode)[-3:] == "700"
+            async with browser() as chromium:
+                page = await (await chromium.new_context()).new_page()
+                await page.goto(opened)
+                await page.locator("article.approval").wait_for(timeout=WAIT_MS)  # signed in, on the console
+                assert page.url == c.origin + "/"
+                await shot(page, tmp_path, "opened")
+        assert not opener.exists()  # removed when the console stopped

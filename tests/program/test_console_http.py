@@ -33,8 +33,9 @@ def waiting_db(tmp_path: Path) -> tuple[Path, Path, str]:
 
 
 @pytest.fixture
-def running(waiting_db: tuple[Path, Path, str], program_argv: list[str],
-            program_env: dict[str, str]) -> Iterator[Running]:
+def running(
+    waiting_db: tuple[Path, Path, str], program_argv: list[str], program_env: dict[str, str]
+) -> Iterator[Running]:
     with console(program_argv, program_env, waiting_db[0]) as c:
         yield c
 
@@ -48,7 +49,8 @@ def status_of(db: Path, approval_id: str) -> str:
 
 
 def test_a_request_without_the_session_is_refused_and_decides_nothing(
-        running: Running, waiting_db: tuple[Path, Path, str]) -> None:
+    running: Running, waiting_db: tuple[Path, Path, str]
+) -> None:
     _, db, approval_id = waiting_db
     before = tables(db)
     page = request(running, "GET", "/")
@@ -73,32 +75,39 @@ def test_the_link_works_once_and_a_wrong_token_opens_nothing(running: Running) -
 
 
 def test_a_request_naming_another_host_is_refused_even_with_the_session(
-        running: Running, waiting_db: tuple[Path, Path, str]) -> None:
+    running: Running, waiting_db: tuple[Path, Path, str]
+) -> None:
     _, db, approval_id = waiting_db
     cookie, csrf = signed_in(running)
     before = tables(db)
     rebound = {"Host": f"evil.example:{running.port}", "Cookie": cookie}
     page = request(running, "GET", "/", headers=rebound)
-    posted = request(running, "POST", "/decide", headers=rebound,
-                     form={**decision_form(db, approval_id), "csrf": csrf})
+    posted = request(running, "POST", "/decide", headers=rebound, form={**decision_form(db, approval_id), "csrf": csrf})
     assert (page.status, posted.status) == (421, 421)
     assert "evil.example" in page.body and approval_id not in page.body  # nothing of the database shown
     assert tables(db) == before
 
 
 def test_a_cross_origin_post_is_refused_and_decides_nothing(
-        running: Running, waiting_db: tuple[Path, Path, str]) -> None:
+    running: Running, waiting_db: tuple[Path, Path, str]
+) -> None:
     _, db, approval_id = waiting_db
     cookie, csrf = signed_in(running)
     before = tables(db)
-    posted = request(running, "POST", "/decide", headers={"Cookie": cookie, "Origin": "http://evil.example"},
-                     form={**decision_form(db, approval_id), "csrf": csrf})
+    posted = request(
+        running,
+        "POST",
+        "/decide",
+        headers={"Cookie": cookie, "Origin": "http://evil.example"},
+        form={**decision_form(db, approval_id), "csrf": csrf},
+    )
     assert posted.status == 403 and "another site" in posted.body
     assert tables(db) == before
 
 
 def test_a_post_without_the_sessions_csrf_token_is_refused_and_decides_nothing(
-        running: Running, waiting_db: tuple[Path, Path, str]) -> None:
+    running: Running, waiting_db: tuple[Path, Path, str]
+) -> None:
     _, db, approval_id = waiting_db
     cookie, _ = signed_in(running)
     before = tables(db)
@@ -109,7 +118,8 @@ def test_a_post_without_the_sessions_csrf_token_is_refused_and_decides_nothing(
 
 
 def test_a_post_with_the_session_and_its_token_decides_once_recorded_as_from_the_console(
-        running: Running, waiting_db: tuple[Path, Path, str]) -> None:
+    running: Running, waiting_db: tuple[Path, Path, str]
+) -> None:
     _, db, approval_id = waiting_db
     cookie, csrf = signed_in(running)
     headers = {"Cookie": cookie, "Origin": running.origin}
@@ -138,12 +148,17 @@ def test_every_page_carries_the_strict_policy_and_loads_nothing_from_outside(run
         assert "default-src 'none'" in csp and "script-src 'self'" in csp and "frame-ancestors 'none'" in csp
         assert answer.headers["X-Frame-Options"] == "DENY"
         if path != "/static/console.js":
-            assert "<script>" not in answer.body and " style=" not in answer.body and "//" not in answer.body.split(
-                "<body", 1)[1].replace("http://127.0.0.1", "")
+            assert (
+                "<script>" not in answer.body
+                and " style=" not in answer.body
+                and "//" not in answer.body.split("<body", 1)[1].replace("http://127.0.0.1", "")
+            )
 
 
-def test_sigterm_ends_an_open_stream_and_exits_0_removing_its_beacon(
-        waiting_db: tuple[Path, Path, str], program_argv: list[str], program_env: dict[str, str]) -> None:
+@pytest.mark.parametrize("stop", [signal.SIGTERM, signal.SIGINT])
+def test_sigterm_or_ctrl_c_ends_an_open_stream_and_exits_0_removing_its_beacon(
+    stop: signal.Signals, waiting_db: tuple[Path, Path, str], program_argv: list[str], program_env: dict[str, str]
+) -> None:
     config, db, _ = waiting_db
     with console(program_argv, program_env, config) as c:
         cookie, _ = signed_in(c)
@@ -156,15 +171,14 @@ def test_sigterm_ends_an_open_stream_and_exits_0_removing_its_beacon(
         stream = conn.getresponse()
         assert stream.status == 200 and stream.fp is not None
         assert stream.fp.readline().startswith(b"data: ")  # the stream is open and has spoken
-        c.process.send_signal(signal.SIGTERM)
+        c.process.send_signal(stop)
         assert c.process.wait(timeout=20) == 0
         assert stream.read() in (b"\n", b"")  # and it ended
         conn.close()
         assert not beacon.exists()
 
 
-def test_any_address_but_loopback_and_a_port_out_of_range_are_refused(
-        waiting_db: tuple[Path, Path, str]) -> None:
+def test_any_address_but_loopback_and_a_port_out_of_range_are_refused(waiting_db: tuple[Path, Path, str]) -> None:
     config = str(waiting_db[0])
     for extra in (["-address", "0.0.0.0"], ["-address", "::"], ["-port", "70000"]):
         done = run_program(["console", "-config", config, "-no-browser", *extra], timeout=30)
@@ -173,13 +187,25 @@ def test_any_address_but_loopback_and_a_port_out_of_range_are_refused(
         assert first.startswith("agentrt-proxy: console: -") and hint[0].startswith("usage: ")  # one line, a hint
 
 
+def test_no_browser_is_started_without_a_display_or_with_no_browser(
+    tmp_path: Path, waiting_db: tuple[Path, Path, str], program_argv: list[str], program_env: dict[str, str]
+) -> None:
+    log = stub(tmp_path, "a-browser")
+    browser = {"BROWSER": str(tmp_path / "bin" / "a-browser")}
+    headless = {k: v for k, v in program_env.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    for env, extra in (({**headless, **browser}, ()), ({**program_env, **browser, "DISPLAY": ":99"}, ("-no-browser",))):
+        with console(program_argv, env, waiting_db[0], *extra, browser=True) as c:
+            assert signed_in(c)  # it serves all the same
+    assert not log.exists()
+
+
 def test_the_console_listens_on_127_0_0_1_only(running: Running) -> None:
     listening = listening_sockets(running.process.pid)
     assert listening == {("0100007F", running.port)}, listening
 
 
 def test_watch_notify_names_a_running_console_and_never_its_token(
-        tmp_path: Path, waiting_db: tuple[Path, Path, str], program_argv: list[str], program_env: dict[str, str]
+    tmp_path: Path, waiting_db: tuple[Path, Path, str], program_argv: list[str], program_env: dict[str, str]
 ) -> None:
     import subprocess
 
@@ -187,8 +213,13 @@ def test_watch_notify_names_a_running_console_and_never_its_token(
     log = stub(tmp_path, "notify-send")
     env = {**program_env, "PATH": f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}"}
     with console(program_argv, program_env, config) as c:
-        watcher = subprocess.Popen([*program_argv, "watch", "-db", str(db), "-json", "-notify"], env=env,
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+        watcher = subprocess.Popen(
+            [*program_argv, "watch", "-db", str(db), "-json", "-notify"],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL,
+        )
         try:
             [line] = wait_lines(log, 1)
         finally:
@@ -208,7 +239,7 @@ def _socket_inodes(pid: int) -> set[str]:
         except OSError:
             continue
         if link.startswith("socket:["):
-            inodes.add(link[len("socket:["):-1])
+            inodes.add(link[len("socket:[") : -1])
     return inodes
 
 
