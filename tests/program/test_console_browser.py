@@ -83,7 +83,7 @@ async def test_a_waiting_payment_appears_and_an_approval_with_its_confirmation_p
     tmp_path: Path, program_argv: list[str], program_env: dict[str, str]
 ) -> None:
     async with scene(tmp_path, program_argv, program_env) as (w, host, c), browser() as chromium:
-        _, page = await signed_in(chromium, c)
+        _, page = await signed_in(chromium, c, viewport={"width": 1100, "height": 940})  # docs/console.png
         await page.locator("#none-waiting").wait_for()
         await page.locator("#live-on").wait_for()  # the live update is on before the payment asks
         assert prefix(await host.call("bank_pay", NINA)) == "PENDING_APPROVAL"
