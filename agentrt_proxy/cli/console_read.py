@@ -186,7 +186,7 @@ def show_lines(store: Store, path: str, run_id: str) -> tuple[list[str], bool]:
             lines += ["", *views.approval_block(a, reason, program_invocation(), path, known)]
     lines += ["", *views.steps_table(store.steps_of(run_id)), "", operator_text.OP_EVENTS]
     events = store.events_of(run_id, 0, SHOW_EVENTS + 1)
-    lines += [views.event_line(e) for e in events[:SHOW_EVENTS]]
+    lines += [views.event_line(e) for e in events[:SHOW_EVENTS]] or [operator_text.OP_NO_EVENTS]
     return lines, len(events) > SHOW_EVENTS
 
 

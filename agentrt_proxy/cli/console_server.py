@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import sys
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -41,10 +42,19 @@ class Server(ThreadingHTTPServer):
         super().__init__(address, Handler)
         self.console: Console = console_of(self.server_address[1])
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """One line, never a traceback; a browser that went away mid-answer is not an error."""
+        err = sys.exc_info()[1]
+        if isinstance(err, (BrokenPipeError, ConnectionResetError, TimeoutError)):
+            return
+        detail = escaping.clean(f"{type(err).__name__}: {err}", 500)
+        sys.stderr.write(T.CONSOLE_REQUEST_FAILED.format(client=client_address[0], detail=detail) + "\n")
+
 
 class Handler(BaseHTTPRequestHandler):
     server: Server
     server_version = "agentrt-proxy-console"
+    timeout = 60  # a client that stops sending mid-request frees its thread
     sys_version = ""
 
     def log_message(self, format: str, *args: Any) -> None:

@@ -12,8 +12,9 @@ CONSOLE_BROWSER = "console: opening it in the browser"
 CONSOLE_STOPPED = "console: stopped"
 CONSOLE_BAD_ADDRESS = "-address must be 127.0.0.1: the console listens on this machine's loopback only, not {text}"
 CONSOLE_BAD_PORT = "-port must be 0 (any free port) or 1..65535, not {port}"
-CONSOLE_CANNOT_LISTEN = "console: cannot listen on 127.0.0.1:{port}: {detail}"
+CONSOLE_CANNOT_LISTEN = "cannot listen on 127.0.0.1:{port}: {detail}"
 CONSOLE_NEED_CONFIG = "console needs -config FILE"
+CONSOLE_REQUEST_FAILED = "console: a request from {client} failed: {detail}; the console goes on"
 
 
 def opener_page(url: str) -> str:

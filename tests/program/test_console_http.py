@@ -6,10 +6,12 @@ database: the approvals, events, runs and steps tables are the same row for row 
 
 from __future__ import annotations
 
+import http.client
 import os
 import signal
+import socket
 import sqlite3
-import time
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -164,8 +166,6 @@ def test_sigterm_or_ctrl_c_ends_an_open_stream_and_exits_0_removing_its_beacon(
         cookie, _ = signed_in(c)
         beacon = Path(f"{db}.console")
         assert beacon.exists() and c.token not in beacon.read_text() and oct(beacon.stat().st_mode)[-3:] == "600"
-        import http.client
-
         conn = http.client.HTTPConnection("127.0.0.1", c.port, timeout=20)
         conn.request("GET", "/events", headers={"Host": f"127.0.0.1:{c.port}", "Cookie": cookie})
         stream = conn.getresponse()
@@ -199,6 +199,58 @@ def test_no_browser_is_started_without_a_display_or_with_no_browser(
     assert not log.exists()
 
 
+def test_a_port_in_use_or_a_missing_database_is_one_line_and_exit_1(
+    tmp_path: Path, running: Running, waiting_db: tuple[Path, Path, str]
+) -> None:
+    taken = run_program(
+        ["console", "-config", str(waiting_db[0]), "-no-browser", "-port", str(running.port)], timeout=30
+    )
+    (tmp_path / "empty").mkdir()
+    missing = run_program(["console", "-config", str(write_config(tmp_path / "empty")), "-no-browser"], timeout=30)
+    for done in (taken, missing):
+        assert done.returncode == 1 and len(done.stderr.splitlines()) == 1, done.stderr
+        assert done.stderr.startswith("agentrt-proxy: console: ") and "Traceback" not in done.stderr
+    assert f"cannot listen on 127.0.0.1:{running.port}" in taken.stderr
+
+
+def test_malformed_requests_are_answered_and_the_console_goes_on_without_a_traceback(
+    waiting_db: tuple[Path, Path, str], program_argv: list[str], program_env: dict[str, str]
+) -> None:
+    config, db, approval_id = waiting_db
+    before = tables(db)
+    with console(program_argv, program_env, config) as c:
+        cookie, csrf = signed_in(c)
+        for raw in (b"\x16\x03\x01garbage\r\n\r\n", b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n", b""):
+            with socket.create_connection(("127.0.0.1", c.port), timeout=20) as s:
+                s.sendall(raw)
+                s.shutdown(socket.SHUT_WR)
+                s.recv(65536)  # whatever it says (or nothing), it must not take the console down
+        headers = {"Cookie": cookie, "Origin": c.origin, "Content-Type": "application/x-www-form-urlencoded"}
+        conn = http.client.HTTPConnection("127.0.0.1", c.port, timeout=20)
+        conn.putrequest("POST", "/decide", skip_host=True)
+        for name, value in {"Host": f"127.0.0.1:{c.port}", **headers, "Content-Length": "999999999"}.items():
+            conn.putheader(name, value)
+        conn.endheaders()
+        assert conn.getresponse().status == 400
+        conn.close()
+        conn = http.client.HTTPConnection("127.0.0.1", c.port, timeout=20)
+        conn.request(
+            "POST",
+            "/decide",
+            body=b"csrf=" + csrf.encode() + b"&verb=\xff\xfe",
+            headers={"Host": f"127.0.0.1:{c.port}", **headers},
+        )
+        assert conn.getresponse().status == 400  # not UTF-8: not a form
+        conn.close()
+        incomplete = request(c, "POST", "/decide", headers=headers, form={"csrf": csrf, "verb": "approve"})
+        assert incomplete.status == 400 and "incomplete" in incomplete.body
+        assert request(c, "GET", "/", headers={"Cookie": cookie}).status == 200  # still serving
+        c.process.terminate()
+        assert c.process.wait(timeout=20) == 0
+        assert c.process.stderr is not None and "Traceback" not in c.process.stderr.read()
+    assert tables(db) == before and approval_id
+
+
 def test_the_console_listens_on_127_0_0_1_only(running: Running) -> None:
     listening = listening_sockets(running.process.pid)
     assert listening == {("0100007F", running.port)}, listening
@@ -207,8 +259,6 @@ def test_the_console_listens_on_127_0_0_1_only(running: Running) -> None:
 def test_watch_notify_names_a_running_console_and_never_its_token(
     tmp_path: Path, waiting_db: tuple[Path, Path, str], program_argv: list[str], program_env: dict[str, str]
 ) -> None:
-    import subprocess
-
     config, db, _ = waiting_db
     log = stub(tmp_path, "notify-send")
     env = {**program_env, "PATH": f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}"}
@@ -260,10 +310,3 @@ def listening_sockets(pid: int) -> set[tuple[str, int]]:
                 address, port = local.rsplit(":", 1)
                 found.add((address, int(port, 16)))
     return found
-
-
-def wait_until(predicate: object, timeout: float = 20) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():  # type: ignore[operator]
-        assert time.monotonic() < deadline
-        time.sleep(0.05)
