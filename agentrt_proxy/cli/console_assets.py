@@ -120,7 +120,8 @@ JS = """\
       var change = JSON.parse(ev.data);
       Object.keys(change.gone || {}).forEach(function (id) {
         var card = document.getElementById("approval-" + id);
-        if (card) { card.remove(); }
+        if (!card) { return; }  // gone before, or told already (the stream reconnected)
+        card.remove();
         if (dialog && dialog.open && open === id) { dialog.close(); }
         say(change.gone[id]);
       });

@@ -229,29 +229,32 @@ class Handler(BaseHTTPRequestHandler):
 
     # ------------------------------------------------------------------ the live stream
     def _stream(self, shown: list[str]) -> None:
-        self.send_response(200)
-        for name, value in SECURITY_HEADERS:
-            self.send_header(name, value)
-        self.send_header("Content-Type", "text/event-stream; charset=utf-8")
-        self.end_headers()
         c = self.console
-        with operator._opened(c.database, writer=False) as store:
+        with operator._opened(c.database, writer=False) as store:  # refused before a byte is sent
             watcher = read.PendingWatch(store, set(shown))
+            self.send_response(200)
+            for name, value in SECURITY_HEADERS:
+                self.send_header(name, value)
+            self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+            self.end_headers()
             last = time.monotonic()
             try:
                 while not c.stopping.is_set():
                     change = watcher.poll()
                     if change is not None:
                         self.wfile.write(f"data: {json.dumps(change)}\n\n".encode())
-                        self.wfile.flush()
-                        last = time.monotonic()
                     elif time.monotonic() - last > KEEPALIVE_SECONDS:
                         self.wfile.write(b": still here\n\n")
-                        self.wfile.flush()
-                        last = time.monotonic()
+                    else:
+                        c.stopping.wait(POLL_SECONDS)
+                        continue
+                    self.wfile.flush()
+                    last = time.monotonic()
                     c.stopping.wait(POLL_SECONDS)
             except (BrokenPipeError, ConnectionResetError):
                 return  # the page was closed or reloaded
+            except StoreError:
+                return  # the database went away: the page's EventSource asks again, and is told why
 
     # ------------------------------------------------------------------ POST
     def do_POST(self) -> None:
