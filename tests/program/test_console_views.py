@@ -123,3 +123,20 @@ async def test_an_unknown_outcome_is_the_run_again_question_with_its_budget_rese
     conn = sqlite3.connect(w.db)
     assert conn.execute("SELECT COUNT(*) FROM approvals WHERE status != 'pending'").fetchone()[0] == 0
     conn.close()
+
+
+@pytest.mark.anyio
+async def test_the_tasks_page_lists_the_task_a_host_follows_with_its_run(
+    tmp_path: Path, program_argv: list[str], program_env: dict[str, str]
+) -> None:
+    from tests.program.task_host import raw_host
+    from tests.program.test_tasks_for_the_operator import paid_as_task
+
+    async with world(tmp_path, program_argv, program_env) as w, raw_host(program_argv, w.config, program_env) as host:
+        task_id, approval = await paid_as_task(w, host)
+        with console(program_argv, program_env, w.config) as c:
+            cookie, _ = signed_in(c)
+            tasks = page(c, cookie, "/tasks")
+    row = re.search(rf"<tr><td>{re.escape(task_id)}</td><td>([^<]*)</td><td>([^<]*)</td><td>([^<]*)</td>", tasks)
+    assert row is not None, tasks
+    assert row.groups() == ("working", "bank_pay", approval.run_id)
