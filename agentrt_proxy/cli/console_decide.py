@@ -37,7 +37,8 @@ def decide(console: Console, form: dict[str, str], csrf: str) -> tuple[int, str]
             T.STALE_TITLE, [T.BAD_FORM.format(detail=", ".join(missing)), T.REFUSED_NOTHING_CHANGED], "refused"
         )
     if len(note.encode()) > NOTE_BYTES:
-        return 400, pages.message_page(T.STALE_TITLE, [T.BAD_FORM.format(detail=f"note over {NOTE_BYTES} bytes")])
+        too_long = T.BAD_FORM.format(detail=T.BAD_NOTE_SIZE.format(limit=NOTE_BYTES))
+        return 400, pages.message_page(T.STALE_TITLE, [too_long, T.REFUSED_NOTHING_CHANGED], "refused")
     by = T.DECIDED_BY.format(name=console.by)
     if form.get("confirmed") != "yes":  # a decision is confirmed first, always
         try:

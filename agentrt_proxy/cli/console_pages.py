@@ -87,7 +87,7 @@ def approval_card(c: Card) -> str:
     known = "".join(f"<li>{esc(line)}</li>" for line in c.known)
     parts = [
         f'<article class="approval" id="approval-{esc(a.id)}" {attrs}>',
-        f'<h2>{esc(c.tool)} <span class="muted">on {esc(c.server)}</span></h2>',
+        f'<h2>{esc(c.tool)} <span class="muted">{esc(T.ON_SERVER.format(server=c.server))}</span></h2>',
         _facts(c),
         f"<h3>{esc(T.ARGUMENTS_HEAD)}</h3>",
         _fields(c.arguments),

@@ -279,7 +279,7 @@ class PendingWatch:
                 gone[approval_id] = gone_sentence(self.store.get_approval(approval_id))
             except NotFound:
                 gone[approval_id] = console_text.GONE.format(
-                    approval=escaping.sanitize(approval_id), status="gone", by=""
+                    approval=escaping.sanitize(approval_id), status=console_text.STATUS_GONE, by=""
                 )
         arrived = set(pending) - self.shown
         self.shown = set(pending)

@@ -285,13 +285,13 @@ class Handler(BaseHTTPRequestHandler):
         except ValueError:
             length = -1
         if not 0 <= length <= MAX_FORM_BYTES:
-            self._refuse(400, T.BAD_FORM.format(detail="Content-Length"))
+            self._refuse(400, T.BAD_FORM.format(detail=T.BAD_LENGTH.format(limit=MAX_FORM_BYTES)))
             return None
         try:
             text = self.rfile.read(length).decode("utf-8")
             return {k: v[-1] for k, v in parse_qs(text, keep_blank_values=True, strict_parsing=bool(text)).items()}
         except (UnicodeDecodeError, ValueError):
-            self._refuse(400, T.BAD_FORM.format(detail="not a form"))
+            self._refuse(400, T.BAD_FORM.format(detail=T.BAD_ENCODING))
             return None
 
     def _not_allowed(self) -> None:

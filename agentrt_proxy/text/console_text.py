@@ -43,6 +43,11 @@ REFUSED_CSRF = "The form did not carry this session's token: it was not sent fro
 REFUSED_METHOD = "This address does not take that kind of request."
 NOT_FOUND = "There is no such page in the console."
 BAD_FORM = "The form was incomplete: {detail}."
+BAD_NOTE_SIZE = "the note is over {limit} bytes"
+BAD_LENGTH = "no Content-Length, or one over {limit} bytes"
+BAD_ENCODING = "not a form in UTF-8"
+STATUS_GONE = "gone from the database"
+ON_SERVER = "on {server}"
 DB_TROUBLE = "The database could not be read: {detail}"
 
 # ------------------------------------------------------------------ the pages
