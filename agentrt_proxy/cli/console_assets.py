@@ -36,6 +36,7 @@ table { border-collapse: collapse; width: 100%; }
 th, td { border-bottom: 1px solid var(--line); padding: 4px 8px; text-align: left; vertical-align: top; }
 td { overflow-wrap: anywhere; font-family: ui-monospace, "SFMono-Regular", Menlo, monospace; font-size: .9rem; }
 table.fields td:nth-child(2) { white-space: nowrap; }
+table.fields td:first-child { overflow-wrap: break-word; }  /* a field's name whole where it fits */
 .untrusted { border-left: 4px solid #c58a00; padding-left: 8px; }
 h3.untrusted { font-weight: 600; }
 .warn { background: var(--warn-bg); padding: 4px 8px; }
