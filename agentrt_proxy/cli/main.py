@@ -96,6 +96,12 @@ def _watch(args: list[str]) -> int:
     return watch.command(args)
 
 
+def _console(args: list[str]) -> int:
+    from agentrt_proxy.cli import console
+
+    return console.command(args)
+
+
 def _demo(args: list[str]) -> int:
     from agentrt_proxy.cli import demo
 
@@ -116,6 +122,7 @@ COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "verify": _verify,
     "export": _export,
     "watch": _watch,
+    "console": _console,
     "demo": _demo,
 }
 

@@ -260,17 +260,25 @@ def approval_tool(approval: Approval) -> str:
 def field_lines(tree: Any) -> list[str]:
     """One line per top-level field: its name, its own size as stored, its value as
     compact JSON (escapes visible), sanitized and bounded head…tail."""
-    if not isinstance(tree, dict) or not tree:
+    rows = field_rows(tree)
+    if not rows:
         return [operator_text.OP_BLOCK_NO_FIELDS]
-    lines = []
+    return [f"  {key} ({size} bytes): {shown}" for key, size, shown in rows]
+
+
+def field_rows(tree: Any) -> list[tuple[str, int, str]]:
+    """(name, its own size in bytes as stored, its value as compact JSON, escapes visible,
+    sanitized and bounded head…tail) per top-level field: ``show`` and the console print these."""
+    if not isinstance(tree, dict):
+        return []
+    out = []
     for key, value in tree.items():
         text = go_json(value)
-        size = _byte_len(text)
-        lines.append(f"  {escaping.clean(str(key), KEY_BYTES)} ({size} bytes): {escaping.sanitize(head_tail(text))}")
-    return lines
+        out.append((escaping.clean(str(key), KEY_BYTES), _byte_len(text), escaping.sanitize(head_tail(text))))
+    return out
 
 
-def _literal_tree(text: str) -> tuple[Any, str]:
+def literal_tree(text: str) -> tuple[Any, str]:
     """The stored JSON as a literal-keeping tree, or the reason it could not be read."""
     try:
         return canonical.parse_strict(text), ""
@@ -291,8 +299,8 @@ def approval_block(
     ]
     if approval.expires_at:
         lines.append(f"expires  {escaping.sanitize(approval.expires_at)}")
-    request, unread = _literal_tree(approval.request_json)
-    presentation, unread_p = _literal_tree(approval.presentation_json)
+    request, unread = literal_tree(approval.request_json)
+    presentation, unread_p = literal_tree(approval.presentation_json)
     if unread or unread_p:
         lines.append(f"unread   {escaping.clean(unread or unread_p, 500)}")
     lines.append(operator_text.OP_BLOCK_ARGUMENTS)

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from agentrt_proxy.canonical.encoder import go_json
+from agentrt_proxy.cli import console_beacon
 from agentrt_proxy.cli.flags import UsageError
 from agentrt_proxy.cli.watch_feed import InboxChange, change_json
 from agentrt_proxy.text import cli_text, escaping
@@ -33,14 +34,17 @@ def _applescript(text: str) -> str:
     return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
 
 
-def notify_argv(tool: str, path: str, change: InboxChange) -> list[str]:
-    """The notifier's argument vector: the tool and a short summary, never the arguments whole."""
+def notify_argv(tool: str, path: str, change: InboxChange, console_url: str | None = None) -> list[str]:
+    """The notifier's argument vector: the tool and a short summary, never the arguments whole;
+    the console's address (never its token) when a console runs for the same database."""
     fields = change_json(change, "")
     body = cli_text.WATCH_NOTIFY_BODY.format(
         tool=escaping.clean(fields["tool"], 60),
         kind=escaping.clean(fields["kind"], 40),
         summary=escaping.clean(fields["summary"], 80),
     )
+    if console_url:
+        body = cli_text.WATCH_NOTIFY_CONSOLE.format(body=body, url=console_url)
     if tool == "osascript":
         script = f"display notification {_applescript(body)} with title {_applescript(cli_text.WATCH_NOTIFY_TITLE)}"
         return [path, "-e", script]
@@ -98,7 +102,7 @@ class Outputs:
         if self.notifier is not None:
             tool, path = self.notifier
             if path is not None:
-                self._spawn(notify_argv(tool, path, change), None, tool)
+                self._spawn(notify_argv(tool, path, change, console_beacon.running_url(self.database)), None, tool)
         if self.command:
             self._spawn(self.command, exec_env(change, self.database, self.base_env), shlex.join(self.command))
 

@@ -56,6 +56,8 @@ usage:
   {PROGRAM} reject (-config FILE | -db DB) RUN [-approval ID] -note TEXT
   {PROGRAM} verify (-config FILE | -db DB) [-head SEQ:HASH]   the audit chain, and the state against it
   {PROGRAM} watch (-config FILE | -db DB) [-json] [-notify] [-exec CMD]   the waiting approvals, live
+  {PROGRAM} console -config FILE [-port N] [-no-browser] [-by WHO]
+                                     the approvals and runs in a browser, on 127.0.0.1 only
   {PROGRAM} export (-config FILE | -db DB) [-since TIME] [-format jsonl|csv] [-o FILE]
   {PROGRAM} verify -file EXPORT [-head SEQ:HASH]   an export checked on its own, offline
   {PROGRAM} demo [-keep]             a scripted walk through everything, no model needed
@@ -145,6 +147,7 @@ WATCH_NO_NOTIFIER = "watch: no {tool} on this machine: no desktop notifications;
 WATCH_NO_NOTIFIER_PLATFORM = "watch: no desktop notifier is known on this platform; the view goes on"
 WATCH_NOTIFY_TITLE = "agentrt-proxy: an approval waits"
 WATCH_NOTIFY_BODY = "{tool} ({kind}): {summary}"
+WATCH_NOTIFY_CONSOLE = "{body}; decide at {url}"  # a console runs for this database (cli/console_beacon.py)
 WATCH_EXEC_EMPTY = "-exec needs a command"
 WATCH_EXEC_FAILED = "watch: -exec {command}: {detail}; the view goes on"
 WATCH_NOTIFY_FAILED = "watch: {tool}: {detail}; the view goes on"
