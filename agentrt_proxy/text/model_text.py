@@ -232,6 +232,18 @@ def error_result(error_text: str) -> str:
     return clean(error_text, QUOTED_RESULT_BOUND)
 
 
+def not_sent_approval_stands(error_text: str, approval_id: str, until: str) -> str:
+    """A granted request that reached no server (down, restarting, refusing the connection):
+    nothing ran, and the operator's approval still stands (``until``: empty when it never
+    expires)."""
+    by = f" until {until}" if until else ""
+    return (
+        f"{error_result(error_text)} Nothing was executed. The operator's approval of this exact request "
+        f"(approval {approval_id}) still stands{by}: once the server is back, the identical call (exactly the same "
+        "arguments) executes it once, without asking again."
+    )
+
+
 SHUTTING_DOWN = "the proxy is shutting down"
 
 # =============================================================================================
