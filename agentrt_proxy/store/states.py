@@ -119,6 +119,8 @@ MOVES: tuple[tuple[str, str | int, str | int, str], ...] = (
     (HOLD, NEW, HOLD_RESERVED, "a call allowed under a budget, in the transaction that claims it"),
     (HOLD, HOLD_RESERVED, HOLD_SPENT, "the call's result is recorded"),
     (HOLD, HOLD_RESERVED, HOLD_RELEASED, "a known failure (the server's error, not sent); a rejection"),
+    (HOLD, HOLD_RELEASED, HOLD_RESERVED, "a grant whose request reached no server (its approval stands) collected "
+                                         "again: reserved again"),
     (TASK, NEW, TASK_WORKING, "a call answered as a task: committed before the host hears of it"),
     (TASK, TASK_WORKING, TASK_WORKING, "bound to its run and approval; its owner's lease renewed or taken over"),
     (TASK, TASK_WORKING, TASK_COMPLETED, "the call's answer is recorded (any answer: a result, REJECTED, ...)"),
@@ -131,7 +133,7 @@ _ENDS: tuple[tuple[str, str | int], ...] = (
     (RUN, COMPLETED), (RUN, FAILED), (RUN, CANCELLED),
     (STEP, DONE), (STEP, STEP_FAILED),
     (APPROVAL, REJECTED), (APPROVAL, EXPIRED),
-    (HOLD, HOLD_SPENT), (HOLD, HOLD_RELEASED),
+    (HOLD, HOLD_SPENT),
     (TASK, TASK_COMPLETED), (TASK, TASK_FAILED), (TASK, TASK_CANCELLED),
 )
 

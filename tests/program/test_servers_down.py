@@ -163,7 +163,7 @@ def gated_shop(directory: Path) -> Path:
     while the gate was open, then down (the gate removed) until a test opens it again."""
     rules = {
         "balance": {"side_effect": "read_only", "timeout": "5s"},
-        "pay": {"side_effect": "remote_mutation", "timeout": "20s"},
+        "pay": {"side_effect": "remote_mutation", "timeout": "20s", "amount_field": "amount"},
         "refund": {"side_effect": "destructive", "timeout": "5s"},
     }
     server = {
@@ -175,7 +175,9 @@ def gated_shop(directory: Path) -> Path:
         "rules": rules,
     }
     path = directory / "proxy.json"
-    path.write_text(json.dumps({"database": "proxy.db", "session": "laptop", "hold": "0s", "servers": [server]}))
+    budgets = [{"name": "daily", "tools": ["shop_pay"], "limit": 100, "window": "24h"}]
+    path.write_text(json.dumps({"database": "proxy.db", "session": "laptop", "hold": "0s", "budgets": budgets,
+                                "servers": [server]}))
     path.chmod(0o600)
     (directory / "shop.gate").write_text("")
     pinned = run_program(["pin", "-config", str(path)], timeout=30)
@@ -209,6 +211,8 @@ async def test_an_approved_payment_to_a_server_that_was_down_pays_once_when_it_i
             assert w.payments() == 1
             assert [(a.id, a.status) for a in w.approvals()] == [(approval.id, "approved")]  # asked once, used once
             assert w.run(approval.run_id).status == "COMPLETED"
+            with w.store() as store:  # the budget counts the payment once: reserved again, then spent
+                assert [(h.amount, h.state) for h in store.holds.of_run(approval.run_id)] == [("2", "spent")]
             again = await host.call("shop_pay", ANN)
             assert text_of(again).startswith("DUPLICATE") and w.payments() == 1
         verified = run_program(["verify", "-db", w.db], timeout=30)

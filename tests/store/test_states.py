@@ -111,7 +111,10 @@ def move(store: Store, what: str, before: Any, after: Any) -> None:
     elif what == HOLD:
         with store.write() as tx:
             holds.reserve(tx, "test", RUN_ID, [("daily", "", "10.00")], 1)
-            if before != NEW:
+            if before == states.HOLD_RELEASED:  # released, then reserved again by a second collection
+                assert holds.settle(tx, RUN_ID, before, 2) == 1
+                holds.reserve(tx, "test", RUN_ID, [("daily", "", "10.00")], 3)
+            elif before != NEW:
                 assert holds.settle(tx, RUN_ID, after, 2) == 1
     else:
         put_run(store)
