@@ -14,9 +14,10 @@ subcommands. The demo narrates its steps (spec proxy-and-mcp-module §4.2, and l
 4. a host that lost a response retries the identical call: one payment through the proxy,
    two straight against the server;
 5. the server dies between an approval and its collection: nothing is sent, the approval stands,
-   and once the server is started again the identical call pays once with no second approval; 6. a payment past the budget is
-   OVER_BUDGET; 7. the server rewords a tool's description: ``check`` refuses the tool and shows
-   the review (a unified diff), and a bare ``pin`` will not take the change (issue 15);
+   and once the server is started again the identical call pays once with no second approval;
+6. a payment past the budget is OVER_BUDGET;
+7. the server rewords a tool's description: ``check`` refuses the tool and shows the review (a
+   unified diff), and a bare ``pin`` will not take the change (issue 15);
 8. an approval as a task: a hand-written host of the 2026-07-28 revision that declared the tasks
    extension calls once, gets a task, polls it; the operator approves and the proxy itself pays
    once and completes the task with the result (issue 17).
@@ -447,10 +448,12 @@ class Demo:
         seen = await self.call(host, "bank_pay", tip)
         if not (seen.is_error and "nothing was sent" in seen.text and "still stands" in seen.text):
             got = one_line(seen.text)
-            raise DemoFailure(f"{step}: the model should have seen that nothing was sent and the approval stands, "
-                              f"but saw: {got}")
-        self.expect_payments(step, before, " (nothing ran, so the operator's approval of exactly this payment "
-                                           "still stands)")
+            raise DemoFailure(
+                f"{step}: the model should have seen that nothing was sent and the approval stands, but saw: {got}"
+            )
+        self.expect_payments(
+            step, before, " (nothing ran, so the operator's approval of exactly this payment still stands)"
+        )
         say("   (the proxy starts the server again after 1 s)")
         tail = getattr(getattr(host, "_transport", None), "stderr_tail", lambda: "")
         with anyio.move_on_after(20):

@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
-from agentrt_proxy.gate.leases import LeaseRenewals
 from agentrt_proxy.gate.attempts import not_sent
+from agentrt_proxy.gate.leases import LeaseRenewals
 from agentrt_proxy.gate.model import (
     ENDED,
     EXECUTED,

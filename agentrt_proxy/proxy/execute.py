@@ -118,8 +118,10 @@ class Executing:
         content = obs.content if isinstance(obs.content, dict) else {}
         error = str(content.get("error", ""))
         if verdict.outcome == PENDING and verdict.approval is not None:
-            return answers.text_result(model_text.not_sent_approval_stands(
-                error, verdict.approval.id, self._grant_until(verdict.approval)), is_error=True)
+            return answers.text_result(
+                model_text.not_sent_approval_stands(error, verdict.approval.id, self._grant_until(verdict.approval)),
+                is_error=True,
+            )
         if not closed:
             ended = _unknown_ending(facts, obs)
             if ended is not None:

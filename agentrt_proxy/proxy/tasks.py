@@ -191,7 +191,8 @@ class TaskBook:
                 if not row.run_id:
                     await self._name_its_run(row)
                 failed = row.era == ERA_2025 and result.get("isError") is True  # 2025-11-25: isError fails a task
-                await self._finish(row, TASK_FAILED if failed else TASK_COMPLETED, result, message=_ended_message(result))
+                status = TASK_FAILED if failed else TASK_COMPLETED
+                await self._finish(row, status, result, message=_ended_message(result))
         except StoreError:
             pass  # not recorded: the lease runs out and a proxy drives it again (the gate's rules hold)
         finally:

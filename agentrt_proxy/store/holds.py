@@ -66,8 +66,12 @@ def reserve(tx: Tx, session: str, run_id: str, entries: Iterable[tuple[str, str,
 
 def has_holds(tx: Tx, run_id: str) -> bool:
     """Whether ``run_id`` holds a reservation (reserved or spent; a released one is held no more)."""
-    return tx.conn.execute("SELECT 1 FROM budget_holds WHERE run_id = ? AND state != ? LIMIT 1",
-                           (run_id, HOLD_RELEASED)).fetchone() is not None
+    return (
+        tx.conn.execute(
+            "SELECT 1 FROM budget_holds WHERE run_id = ? AND state != ? LIMIT 1", (run_id, HOLD_RELEASED)
+        ).fetchone()
+        is not None
+    )
 
 
 def carry(tx: Tx, from_run: str, to_run: str) -> int:

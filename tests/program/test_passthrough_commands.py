@@ -101,7 +101,9 @@ async def test_a_server_that_lists_no_tools_but_offers_an_opted_in_resource_is_s
         ("resources", False, 'mcp: server "docs": no tool registered'),
     ],
 )
-def test_check_says_when_a_server_registers_nothing_at_all(tmp_path: Path, declared: str, opted: bool, said: str) -> None:
+def test_check_says_when_a_server_registers_nothing_at_all(
+    tmp_path: Path, declared: str, opted: bool, said: str
+) -> None:
     checked_target()
     config = resources_only(tmp_path, declared, opted=opted)
     checked = run_program(["check", "-config", str(config)])

@@ -169,15 +169,19 @@ def gated_shop(directory: Path) -> Path:
     server = {
         "name": "shop",
         "command": [sys.executable, GATED],
-        "env": [f"PYTHONPATH={REPO_ROOT}", f"FAKE_PAYMENTS_LEDGER={directory / 'ledger'}",
-                f"GATE_FILE={directory / 'shop.gate'}"],
+        "env": [
+            f"PYTHONPATH={REPO_ROOT}",
+            f"FAKE_PAYMENTS_LEDGER={directory / 'ledger'}",
+            f"GATE_FILE={directory / 'shop.gate'}",
+        ],
         "manifest": "shop.manifest.json",
         "rules": rules,
     }
     path = directory / "proxy.json"
     budgets = [{"name": "daily", "tools": ["shop_pay"], "limit": 100, "window": "24h"}]
-    path.write_text(json.dumps({"database": "proxy.db", "session": "laptop", "hold": "0s", "budgets": budgets,
-                                "servers": [server]}))
+    path.write_text(
+        json.dumps({"database": "proxy.db", "session": "laptop", "hold": "0s", "budgets": budgets, "servers": [server]})
+    )
     path.chmod(0o600)
     (directory / "shop.gate").write_text("")
     pinned = run_program(["pin", "-config", str(path)], timeout=30)

@@ -13,6 +13,7 @@ bank's ledger and in the approvals' rows.
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from subprocess import PIPE
@@ -33,8 +34,6 @@ Decide = Callable[[World, int, str], Awaitable[None]]
 
 
 def task_modules() -> Path:
-    import os
-
     modules = Path(os.environ.get("AGENTRT_NODE_MODULES") or REPO_ROOT / "tests" / "node" / "node_modules")
     for package in ("ext-tasks", "client", "sdk"):
         if not (modules / "@modelcontextprotocol" / package).is_dir():
@@ -46,13 +45,25 @@ async def run_host(w: World, host: str, calls: list[dict[str, Any]], decide: Dec
     """Run the Node host against ``serve -config``; ``decide`` is called for each task it
     reports (by index and task id). The outcomes, one per call, in order."""
     node, modules = node_bin(), task_modules()
-    plan = {"modules": str(modules), "command": w.argv[0], "args": [*w.argv[1:], "serve", "-config", str(w.config)],
-            "env": w.env, "cwd": str(w.directory), "host": host, "calls": calls}
+    plan = {
+        "modules": str(modules),
+        "command": w.argv[0],
+        "args": [*w.argv[1:], "serve", "-config", str(w.config)],
+        "env": w.env,
+        "cwd": str(w.directory),
+        "host": host,
+        "calls": calls,
+    }
     outcomes: list[dict[str, Any]] = []
     stderr_path = w.directory / f"{host}.stderr"
     with stderr_path.open("wb") as stderr_file:
-        process = await anyio.open_process([node, str(HOST_SCRIPT), json.dumps(plan)], stdin=PIPE, stdout=PIPE,
-                                           stderr=stderr_file, cwd=str(w.directory))
+        process = await anyio.open_process(
+            [node, str(HOST_SCRIPT), json.dumps(plan)],
+            stdin=PIPE,
+            stdout=PIPE,
+            stderr=stderr_file,
+            cwd=str(w.directory),
+        )
     try:
         buffer = b""
         assert process.stdout is not None
@@ -135,8 +146,7 @@ async def test_the_extension_client_in_2025_reads_the_operators_note_of_a_reject
     tmp_path: Path, program_argv: list[str], program_env: dict[str, str]
 ) -> None:
     async with world(tmp_path, program_argv, program_env) as w:
-        paid, rejected, cancelled = await run_host(w, "ext-tasks-2025", CALLS,
-                                                   decided_by({0: "approve", 1: "reject"}))
+        paid, rejected, cancelled = await run_host(w, "ext-tasks-2025", CALLS, decided_by({0: "approve", 1: "reject"}))
         assert paid["status"] == "completed" and text_of(paid["result"]) == "paid 3.00 to ann", paid
         assert rejected["status"] == "failed", rejected  # 2025-11-25: isError fails the task
         assert rejected["error"].startswith("REJECTED") and NOTE in rejected["error"], rejected
