@@ -13,9 +13,11 @@ subcommands. The demo narrates its steps (spec proxy-and-mcp-module §4.2, and l
    rejects it; the identical call is then REJECTED and a different payment runs again;
 4. a host that lost a response retries the identical call: one payment through the proxy,
    two straight against the server;
-5. the server dies between two calls and is started again; 6. a payment past the budget is
-   OVER_BUDGET; 7. the server rewords a tool's description: ``check`` refuses the tool and shows
-   the review (a unified diff), and a bare ``pin`` will not take the change (decision 0018);
+5. the server dies between an approval and its collection: nothing is sent, the approval stands,
+   and once the server is started again the identical call pays once with no second approval;
+6. a payment past the budget is OVER_BUDGET;
+7. the server rewords a tool's description: ``check`` refuses the tool and shows the review (a
+   unified diff), and a bare ``pin`` will not take the change (decision 0018);
 8. an approval as a task: a hand-written host of the 2026-07-28 revision that declared the tasks
    extension calls once, gets a task, polls it; the operator approves and the proxy itself pays
    once and completes the task with the result (decision 0020).
@@ -444,10 +446,14 @@ class Demo:
             while alive(bank):
                 await anyio.sleep(0.02)
         seen = await self.call(host, "bank_pay", tip)
-        if not (seen.is_error and "nothing was sent" in seen.text):
+        if not (seen.is_error and "nothing was sent" in seen.text and "still stands" in seen.text):
             got = one_line(seen.text)
-            raise DemoFailure(f"{step}: the model should have seen that nothing was sent, but saw: {got}")
-        self.expect_payments(step, before, " (nothing ran: known, so nothing is blocked and no operator is asked)")
+            raise DemoFailure(
+                f"{step}: the model should have seen that nothing was sent and the approval stands, but saw: {got}"
+            )
+        self.expect_payments(
+            step, before, " (nothing ran, so the operator's approval of exactly this payment still stands)"
+        )
         say("   (the proxy starts the server again after 1 s)")
         tail = getattr(getattr(host, "_transport", None), "stderr_tail", lambda: "")
         with anyio.move_on_after(20):
@@ -456,11 +462,9 @@ class Demo:
         self.show_log(host)
         if "started again" not in tail():
             raise DemoFailure(f"{step}: the proxy did not start the server again within 20 s")
-        say("   the model asks again; as for any new call, the payment waits for an operator")
-        self.expect(step, await self.call(host, "bank_pay", tip), "PENDING_APPROVAL", is_error=False)
-        self.operator("approve", "a tip, again", step)
+        say("   the model asks again with the same arguments: the approval stands, so it pays without asking again")
         self.expect(step, await self.call(host, "bank_pay", tip), "paid 5.00 to courier", is_error=False)
-        self.expect_payments(step, before + 1, " (paid once)")
+        self.expect_payments(step, before + 1, " (paid once, on the one approval)")
         say()
 
     async def step6(self, host: Any) -> None:

@@ -17,10 +17,12 @@ from typing import Any, Protocol
 import anyio
 
 from agentrt_proxy.canonical.clock import Clock
+from agentrt_proxy.gate.attempts import not_sent
 from agentrt_proxy.gate.leases import LeaseRenewals
 from agentrt_proxy.gate.model import (
     ENDED,
     EXECUTED,
+    PENDING,
     Limits,
     Observation,
     ToolRequest,
@@ -31,12 +33,13 @@ from agentrt_proxy.gate.model import (
     observe,
 )
 from agentrt_proxy.gate.proposal import Proposal
-from agentrt_proxy.gate.transitions import expire_approval, record_outcome, record_policy_row
+from agentrt_proxy.gate.transitions import expire_approval, record_outcome, record_policy_row, stand_not_sent
 from agentrt_proxy.mcp import outcomes
 from agentrt_proxy.store import (
     AWAITING,
     DECIDING,
     EXECUTING,
+    Approval,
     ApprovalExpired,
     LeaseLost,
     Run,
@@ -113,7 +116,7 @@ class ExecutionSession(Protocol):
 
     def start_tool(self) -> None: ...
 
-    def step_recorded(self, ended_run: Run | None) -> None: ...
+    def step_recorded(self, ended_run: Run | None, standing: Approval | None = None) -> None: ...
 
     def step_restored(self, execution: Execution) -> None: ...
 
@@ -260,18 +263,26 @@ class Execution:
         gate = session.gate
         now = fmt(gate.clock.now_ns())
         terminal_done = not obs.failure and spec.terminal
+        # Nothing reached the server, and an operator approved exactly this request: the
+        # approval still stands (the identical call collects it again), not spent on nothing.
+        grant = self.prop.grant if not_sent(obs.tree()) else None
         session.forget_begun()
         handed_over = False
         try:
             with gate.store.write() as tx:
                 try:
-                    ended = record_outcome(tx, self.step, obs, tool=spec.name, terminal=spec.terminal,
-                                           duration_ms=duration_ms, owner=gate.owner, at=now)
+                    if grant is not None:
+                        stand_not_sent(tx, self.step, obs, grant, tool=spec.name, duration_ms=duration_ms,
+                                       owner=gate.owner, at=now)
+                        ended = None
+                    else:
+                        ended = record_outcome(tx, self.step, obs, tool=spec.name, terminal=spec.terminal,
+                                               duration_ms=duration_ms, owner=gate.owner, at=now)
                 except LeaseLost:
                     session.end()  # someone took the run over: the step is theirs to settle
                     raise
                 # The hook may open the run's next step (the proxy's closing decision).
-                session.step_recorded(ended if terminal_done else None)
+                session.step_recorded(ended if terminal_done else None, standing=grant)
                 handed_over = True
                 if on_recorded is not None:
                     on_recorded(obs)
@@ -287,6 +298,9 @@ class Execution:
         if terminal_done:
             session.end()
             return Verdict(ENDED, observation=obs, run=session.ended_run)  # the row as committed
+        if grant is not None:
+            session.end()  # the run waits again, its lease released with it
+            return Verdict(PENDING, observation=obs, approval=grant)
         return Verdict(EXECUTED, observation=obs)
 
 

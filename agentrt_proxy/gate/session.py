@@ -41,6 +41,7 @@ from agentrt_proxy.store import (
     DONE,
     FAILED,
     RUNNING,
+    Approval,
     LeaseLost,
     Run,
     RunStateError,
@@ -100,6 +101,9 @@ class Session:
         # The run row as the recording of a terminal tool's result finished it (set inside
         # that transaction, before ``on_recorded``); None otherwise.
         self.ended_run: Run | None = None
+        # The grant a request that reached no server left standing (set inside the recording's
+        # transaction, before ``on_recorded``: the run waits for it again); None otherwise.
+        self.standing: Approval | None = None
 
     # the session's life -------------------------------------------------------------
     @property
@@ -318,13 +322,15 @@ class Session:
     def mark_lease_lost(self) -> None:
         self._lease_lost = True
 
-    def step_recorded(self, ended_run: Run | None) -> None:
+    def step_recorded(self, ended_run: Run | None, standing: Approval | None = None) -> None:
         """The step's outcome is written (in the open transaction); ``ended_run``, the run
-        row a terminal tool's success finished, when it did."""
+        row a terminal tool's success finished, when it did; ``standing``, the grant a request
+        that reached no server left standing, when it did."""
         self.current = None
         self._execution = None
         if ended_run is not None:
             self.ended_run = ended_run
+        self.standing = standing
 
     def step_restored(self, execution: Execution) -> None:
         """The transaction recording ``execution``'s outcome rolls back: the step is this
@@ -332,6 +338,7 @@ class Session:
         self.current, self._execution = execution.step, execution
         execution.started = True
         self.ended_run = None
+        self.standing = None
         if self._over:
             self._over = False
             self.gate.session_resumed(self.run_id)

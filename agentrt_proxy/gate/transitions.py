@@ -15,6 +15,7 @@ from agentrt_proxy.gate.model import Limits, Observation, PolicyDecision, RunVie
 from agentrt_proxy.gate.proposal import Proposal
 from agentrt_proxy.store import (
     APPROVAL_PENDING,
+    APPROVAL_STANDS,
     AWAITING,
     CANCELLED,
     COMPLETED,
@@ -144,6 +145,27 @@ def expire_approval(tx: Tx, approval: Approval, now_ns: int) -> None:
     tx.append(approval.run_id, "", at, "approval.decided", {"approval_id": approval.id, "status": EXPIRED})
     finish_run(tx, approval.run_id, expect=WAITING, status=CANCELLED, reason="approval_expired",
                detail=DETAIL_EXPIRED.format(id=approval.id), at=at)
+
+
+def stand_not_sent(tx: Tx, step: Step, obs: Observation, grant: Approval, *, tool: str, duration_ms: int,
+                   owner: str, at: str) -> None:
+    """A granted request that provably never reached its server (the server down, restarting,
+    refusing the connection): nothing ran, so the operator's approval of exactly this request
+    still stands. The step goes back to awaiting its grant and the run to WAITING (lease
+    released), with step.tool_finished recording the failure and ``approval.stands``: the
+    identical call collects the same grant and executes it once, until the grant expires
+    (``grant_ttl``). Raises ``LeaseLost`` / ``RunStateError`` as ``record_outcome`` does."""
+    if not tx.add_active_ms(step.run_id, duration_ms, owner):
+        run = tx.run(step.run_id)
+        if run.lease_owner != owner:
+            raise LeaseLost(ERR_LEASE_OTHER.format(run_id=step.run_id))
+        raise RunStateError(MSG_RUN_STATE.format(run_id=step.run_id, expected=RUNNING))
+    tx.update_step(step.id, expect=EXECUTING, status=AWAITING)
+    failure = obs.content.get("failure") if isinstance(obs.content, dict) else None
+    tx.append(step.run_id, step.id, at, "step.tool_finished",
+              {"tool": tool, "duration_ms": duration_ms, "error": obs.summary, "failure": failure})
+    tx.append(step.run_id, step.id, at, APPROVAL_STANDS, {"approval_id": grant.id, "tool": tool})
+    tx.update_run(step.run_id, expect=RUNNING, owner=owner, status=WAITING, lease_owner="", lease_expires_at="")
 
 
 def record_outcome(tx: Tx, step: Step, obs: Observation, *, tool: str, terminal: bool, duration_ms: int,

@@ -374,6 +374,8 @@ class Connection:
         return tools
 
     async def _list_tools(self) -> list[ListedTool]:
+        if "tools" not in self.capabilities:
+            return []  # a server that offers no tools (only resources or prompts, say) is not asked for them
         tools: list[ListedTool] = []
         names: set[str] = set()
         cursors: set[str] = set()

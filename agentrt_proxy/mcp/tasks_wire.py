@@ -109,17 +109,28 @@ def with_task_support(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def task_extension(state: TaskState, *, detailed: bool = True) -> dict[str, Any]:
     """The extension's ``DetailedTask`` (``tasks/get``, ``notifications/tasks``): a completed
-    task carries its ``result``, a failed one its ``error``."""
+    task carries its ``result`` (a 2026-07-28 ``CallToolResult``: ``resultType: "complete"``,
+    as the extension's schema requires of it), a failed one its ``error``."""
     task = _common(state)
     task["ttlMs"] = state.ttl_ms
     if state.status not in TERMINAL:
         task["pollIntervalMs"] = state.poll_ms
     if detailed and state.result:
         if state.status == "completed":
-            task["result"] = RawJSON(state.result)
+            task["result"] = complete_result(state.result)
         elif state.status == "failed":
             task["error"] = RawJSON(state.result)
     return task
+
+
+def complete_result(text: str) -> RawJSON:
+    """A recorded ``CallToolResult`` (handshake-era JSON text) as the modern era carries it:
+    ``resultType: "complete"`` in front when it has none, every other byte kept."""
+    if any(key == "resultType" for key, _start, _end in iter_members(text, 0)):
+        return RawJSON(text)
+    body = text.strip()[1:].lstrip()  # after the opening brace
+    joiner = "" if body.startswith("}") else ","
+    return RawJSON('{"resultType":"complete"' + joiner + body)
 
 
 def created_extension(state: TaskState) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from typing import Any
 import anyio
 
 from agentrt_proxy import canonical
-from agentrt_proxy.canonical.durations import format_time_seconds
+from agentrt_proxy.canonical.durations import format_time_seconds, parse_time
 from agentrt_proxy.gate import (
     DENIED,
     PENDING,
@@ -30,7 +30,7 @@ from agentrt_proxy.proxy.parts import CallParts
 from agentrt_proxy.proxy.progress import ProgressRelay
 from agentrt_proxy.proxy.rules import ToolFacts
 from agentrt_proxy.proxy.settling import Settling
-from agentrt_proxy.store import ApprovalExpired, LeaseLost, RunStateError, StoreError
+from agentrt_proxy.store import Approval, ApprovalExpired, LeaseLost, RunStateError, StoreError
 from agentrt_proxy.text import model_text, operator_text
 from agentrt_proxy.text.operator_text import CLOSE_DENIED, CLOSE_ERROR, CLOSE_NOT_SENT, CLOSE_UNRECORDED
 from agentrt_proxy.upstream import LoadedTool
@@ -76,6 +76,8 @@ class Executing:
                     self.settling.settle_known(allowed.row)
                 else:
                     self.settling.settle_run_now(session.run_id)
+            elif session.standing is not None:
+                pass  # nothing sent and the grant stands: the run waits for the identical call again
             elif obs.kind == "tool_error" and _unknown_ending(facts, obs) is None:
                 message = _closing(facts, obs)
                 self.settling.close_run_now(session, message)
@@ -115,6 +117,11 @@ class Executing:
             return answers.prose(model_text.unavailable(model_text.OUTCOME_NOT_RECORDED))
         content = obs.content if isinstance(obs.content, dict) else {}
         error = str(content.get("error", ""))
+        if verdict.outcome == PENDING and verdict.approval is not None:
+            return answers.text_result(
+                model_text.not_sent_approval_stands(error, verdict.approval.id, self._grant_until(verdict.approval)),
+                is_error=True,
+            )
         if not closed:
             ended = _unknown_ending(facts, obs)
             if ended is not None:
@@ -123,6 +130,11 @@ class Executing:
         if closed == [CLOSE_UNRECORDED]:
             return answers.prose(model_text.unrecorded(error, tool.repeat_window))
         return answers.tool_error(error)
+
+    def _grant_until(self, grant: Approval) -> str:
+        """When a standing grant expires (``grant_ttl`` after its decision); empty: never."""
+        ttl = self.parts.settings.grant_ttl
+        return format_time_seconds(parse_time(grant.decided_at) + ttl) if ttl and grant.decided_at else ""
 
     def _rerun(self, tool: LoadedTool, session: Session, ended: str, error: str) -> Result:
         """A call that may have taken effect: in the same run, ask an operator whether the

@@ -179,7 +179,7 @@ class TaskBook:
                     result = await self._call_until_answered(tool, row, ctx)
                     why = await self._withdrawn_why(row.id)
                 except JsonRpcError as err:
-                    await self._finish(row, TASK_FAILED, _error_object(err))
+                    await self._finish(row, TASK_FAILED, _error_object(err), message=model_text.task_ended(err.message))
                     return
                 except _Ended:
                     return
@@ -191,7 +191,8 @@ class TaskBook:
                 if not row.run_id:
                     await self._name_its_run(row)
                 failed = row.era == ERA_2025 and result.get("isError") is True  # 2025-11-25: isError fails a task
-                await self._finish(row, TASK_FAILED if failed else TASK_COMPLETED, result)
+                status = TASK_FAILED if failed else TASK_COMPLETED
+                await self._finish(row, status, result, message=_ended_message(result))
         except StoreError:
             pass  # not recorded: the lease runs out and a proxy drives it again (the gate's rules hold)
         finally:
@@ -474,6 +475,19 @@ class TaskBook:
                 await self.host.notify(tasks_wire.STATUS_NOTIFICATION_2025, tasks_wire.task_2025(_state(row)))
             for send in list(self._watchers.get(task_id, ())):
                 await send(tasks_wire.STATUS_NOTIFICATION_EXTENSION, tasks_wire.task_extension(_state(row)))
+
+
+def _ended_message(result: Mapping[str, Any]) -> str:
+    """A task's status message once it ended with ``result``: the proxy's own answer or an
+    error's text, so the host that reads only the message (or the failure) still reads REJECTED
+    and the operator's note; for a tool's own result, only that it is recorded (its content
+    goes to the host as the result, not twice)."""
+    if answers.outcome_of(dict(result)) is None and result.get("isError") is not True:
+        return model_text.TASK_DONE
+    blocks = result.get("content")
+    texts = [b["text"] for b in blocks if isinstance(b, dict) and isinstance(b.get("text"), str)] \
+        if isinstance(blocks, list) else []
+    return model_text.task_ended(" ".join(texts)) if texts else model_text.TASK_DONE
 
 
 def _expired(row: TaskRow, now_ns: int) -> bool:

@@ -36,7 +36,7 @@ from agentrt_proxy.store.holds import Hold
 from agentrt_proxy.store.ids import new_id, new_run_id
 from agentrt_proxy.store.inbox import events_after, pending_approvals
 from agentrt_proxy.store.index import ProxyCall
-from agentrt_proxy.store.replay import Mismatch, call_record
+from agentrt_proxy.store.replay import APPROVAL_STANDS, Mismatch, call_record
 from agentrt_proxy.store.rows import Approval, Event, Run, RunSummary, Step
 from agentrt_proxy.store.schema import DEFAULT_LEASE_TTL_NS
 from agentrt_proxy.store.state_check import StateReport
@@ -80,6 +80,7 @@ from agentrt_proxy.text.record_text import MSG_RUN_STATE
 
 __all__ = [
     "APPROVAL_PENDING",
+    "APPROVAL_STANDS",
     "APPROVED",
     "AWAITING",
     "CANCELLED",

@@ -45,18 +45,33 @@ def _check(run_id: str, expect: str, new: str) -> None:
 
 
 def reserve(tx: Tx, session: str, run_id: str, entries: Iterable[tuple[str, str, str]], at: int) -> None:
-    """Reserve (budget, currency, amount) for ``run_id``; a budget the run holds already is kept."""
+    """Reserve (budget, currency, amount) for ``run_id``; a budget the run holds already is kept.
+    One it released (its granted request reached no server, and the grant stands) is reserved
+    again, at ``at``: the identical call collects the grant once more."""
     _check(run_id, NEW, HOLD_RESERVED)
     for budget, currency, amount in entries:
-        tx.conn.execute(
+        inserted = tx.conn.execute(
             "INSERT OR IGNORE INTO budget_holds (session, budget, currency, run_id, amount, at) "
             "VALUES (?, ?, ?, ?, ?, ?)",
             (session, budget, currency, run_id, amount, at),
         )
+        if inserted.rowcount == 0:
+            _check(run_id, HOLD_RELEASED, HOLD_RESERVED)
+            tx.conn.execute(
+                "UPDATE budget_holds SET state = ?, currency = ?, amount = ?, at = ?, settled_at = 0 "
+                "WHERE run_id = ? AND budget = ? AND state = ?",
+                (HOLD_RESERVED, currency, amount, at, run_id, budget, HOLD_RELEASED),
+            )
 
 
 def has_holds(tx: Tx, run_id: str) -> bool:
-    return tx.conn.execute("SELECT 1 FROM budget_holds WHERE run_id = ? LIMIT 1", (run_id,)).fetchone() is not None
+    """Whether ``run_id`` holds a reservation (reserved or spent; a released one is held no more)."""
+    return (
+        tx.conn.execute(
+            "SELECT 1 FROM budget_holds WHERE run_id = ? AND state != ? LIMIT 1", (run_id, HOLD_RELEASED)
+        ).fetchone()
+        is not None
+    )
 
 
 def carry(tx: Tx, from_run: str, to_run: str) -> int:

@@ -14,7 +14,8 @@ newer writer's audit record) explains nothing and contradicts nothing.
 
 What the chain carries decides what can be checked:
 - a run's status, reason, detail, finish time and step count: run.created, approval.requested
-  (the pause), run.resumed, run.finished, step.started;
+  (the pause), approval.stands (nothing sent: waiting again), run.resumed, run.finished,
+  step.started;
 - an approval's row: approval.requested (run, step, kind, hash, capability, presentation, time)
   and approval.decided (status, by, note, time);
 - a ``proxy_calls`` row: run.created's ``call`` record (``call_record``: written since this
@@ -63,6 +64,7 @@ from agentrt_proxy.text.record_text import (
 
 INTERRUPTED_SIDE_EFFECT = "interrupted_side_effect"  # the kind of a re-run's approval (runtime-core §3.1)
 NOT_SENT = "not_sent"  # the failure of a request that never reached its server (gate/attempts.py)
+APPROVAL_STANDS = "approval.stands"  # a granted request that reached no server waits again (gate/transitions.py)
 MAX_KEPT = 100  # mismatches kept for the report; the rest are counted
 
 
@@ -247,6 +249,11 @@ class Replay:
             if payload.get("kind") == INTERRUPTED_SIDE_EFFECT:
                 run.asked_interrupted = True
 
+    def _stands(self, ev: Event, _payload: Mapping[str, Any]) -> None:
+        run = self._run(ev)
+        if run is not None:
+            run.status = WAITING  # nothing was sent: the run waits for its grant's collection again
+
     def _decided(self, ev: Event, payload: Mapping[str, Any]) -> None:
         a = self.approvals.get(_text(payload.get("approval_id")))
         if a is None:
@@ -416,6 +423,7 @@ _HANDLERS: dict[str, _Handler] = {
     "step.tool_finished": Replay._tool_finished,
     "approval.requested": Replay._requested,
     "approval.decided": Replay._decided,
+    APPROVAL_STANDS: Replay._stands,
 }
 _NO_PAYLOAD = frozenset({"run.resumed", "step.started", "step.tool_started"})  # only that they happened
 

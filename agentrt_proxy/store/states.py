@@ -78,7 +78,8 @@ TASK_TERMINAL = (TASK_COMPLETED, TASK_FAILED, TASK_CANCELLED)
 MOVES: tuple[tuple[str, str | int, str | int, str], ...] = (
     (RUN, NEW, RUNNING, "Gate.begin"),
     (RUN, RUNNING, RUNNING, "takeover of a run whose lease expired or was never taken"),
-    (RUN, RUNNING, WAITING, "require_approval; an interrupted side effect; reconciliation 'waiting'"),
+    (RUN, RUNNING, WAITING, "require_approval; an interrupted side effect; reconciliation 'waiting'; a granted "
+                            "request that reached no server: its approval still stands"),
     (RUN, RUNNING, COMPLETED, "a complete decision; a terminal tool succeeded; reconciliation 'completed'"),
     (RUN, RUNNING, FAILED, "a fail decision; a limit; a loop; abort; a policy error; a reconcile conflict"),
     (RUN, RUNNING, CANCELLED, "the operator's cancel"),
@@ -100,6 +101,8 @@ MOVES: tuple[tuple[str, str | int, str | int, str], ...] = (
     (STEP, EXECUTING, DONE, "the tool's result is recorded"),
     (STEP, EXECUTING, STEP_FAILED, "the tool's error, timeout, refused content or cancellation; cancel"),
     (STEP, EXECUTING, STEP_INTERRUPTED, "takeover"),
+    (STEP, EXECUTING, AWAITING, "a granted request provably never reached its server (nothing sent): nothing ran, "
+                                "so it awaits its grant again, collected by the identical call until it expires"),
     (STEP, STEP_INTERRUPTED, AWAITING, "the interrupted side effect's pause"),
     (APPROVAL, NEW, APPROVAL_PENDING, "a pause"),
     (APPROVAL, APPROVAL_PENDING, APPROVED, "the operator approves the hash shown"),
@@ -116,6 +119,8 @@ MOVES: tuple[tuple[str, str | int, str | int, str], ...] = (
     (HOLD, NEW, HOLD_RESERVED, "a call allowed under a budget, in the transaction that claims it"),
     (HOLD, HOLD_RESERVED, HOLD_SPENT, "the call's result is recorded"),
     (HOLD, HOLD_RESERVED, HOLD_RELEASED, "a known failure (the server's error, not sent); a rejection"),
+    (HOLD, HOLD_RELEASED, HOLD_RESERVED, "a grant whose request reached no server (its approval stands) collected "
+                                         "again: reserved again"),
     (TASK, NEW, TASK_WORKING, "a call answered as a task: committed before the host hears of it"),
     (TASK, TASK_WORKING, TASK_WORKING, "bound to its run and approval; its owner's lease renewed or taken over"),
     (TASK, TASK_WORKING, TASK_COMPLETED, "the call's answer is recorded (any answer: a result, REJECTED, ...)"),
@@ -128,7 +133,7 @@ _ENDS: tuple[tuple[str, str | int], ...] = (
     (RUN, COMPLETED), (RUN, FAILED), (RUN, CANCELLED),
     (STEP, DONE), (STEP, STEP_FAILED),
     (APPROVAL, REJECTED), (APPROVAL, EXPIRED),
-    (HOLD, HOLD_SPENT), (HOLD, HOLD_RELEASED),
+    (HOLD, HOLD_SPENT),
     (TASK, TASK_COMPLETED), (TASK, TASK_FAILED), (TASK, TASK_CANCELLED),
 )
 

@@ -232,6 +232,18 @@ def error_result(error_text: str) -> str:
     return clean(error_text, QUOTED_RESULT_BOUND)
 
 
+def not_sent_approval_stands(error_text: str, approval_id: str, until: str) -> str:
+    """A granted request that reached no server (down, restarting, refusing the connection):
+    nothing ran, and the operator's approval still stands (``until``: empty when it never
+    expires)."""
+    by = f" until {until}" if until else ""
+    return (
+        f"{error_result(error_text)} Nothing was executed. The operator's approval of this exact request "
+        f"(approval {approval_id}) still stands{by}: once the server is back, the identical call (exactly the same "
+        "arguments) executes it once, without asking again."
+    )
+
+
 SHUTTING_DOWN = "the proxy is shutting down"
 
 # =============================================================================================
@@ -412,6 +424,15 @@ def task_waiting(approval_id: str) -> str:
 
 
 TASK_DONE = "the request's answer is recorded"
+TASK_MESSAGE_BOUND = 2048  # a task's status message, repeated in every poll and notification
+
+
+def task_ended(answer: str) -> str:
+    """The status message of a task that ended in one of the proxy's own answers (REJECTED and
+    the operator's note, EXPIRED, DUPLICATE...) or an error: that answer, as a plain call reads
+    it (2025-11-25 says a failed task's message carries what went wrong; a host that reports
+    only the message still shows the model why)."""
+    return clean(answer, TASK_MESSAGE_BOUND)
 TASK_WITHDRAWN_BY_HOST = "cancelled by the host before an operator approved it; nothing was executed"
 TASK_WITHDRAWN_TTL = "its time to live passed before an operator approved it; nothing was executed"
 

@@ -17,19 +17,10 @@ from agentrt_proxy.text import escaping
 from agentrt_proxy.upstream.passthrough import Passthrough, list_live_prompts
 from agentrt_proxy.upstream.passthrough_routes import decide_prompts
 from agentrt_proxy.upstream.pins import PinnedPrompt, PromptShapeError, pin_prompt
-from agentrt_proxy.upstream.registry import LoadError
+from agentrt_proxy.upstream.registry import LoadError, offers
+from agentrt_proxy.upstream.registry import capabilities_of as _capabilities
 
 __all__ = ["passthrough_report", "pin_prompts"]
-
-
-def _capabilities(connection: Any) -> dict[str, Any]:
-    wire = getattr(connection, "connection", connection)  # a held connection wraps the wire's
-    found = getattr(wire, "capabilities", None)
-    return found if isinstance(found, dict) else {}
-
-
-def offers(connection: Any, kind: str) -> bool:
-    return isinstance(_capabilities(connection).get(kind), dict)
 
 
 async def pin_prompts(server: ServerConfig, connection: Any) -> dict[str, PinnedPrompt]:

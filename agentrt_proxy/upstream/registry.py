@@ -13,7 +13,7 @@ import contextlib
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import anyio
 
@@ -167,9 +167,36 @@ def decide(
         report.refused.append(RefusedTool(tool_name, reason))
     report.unpinned.extend(name for name in listing if name not in manifest.tools and name not in scan_refused)
     report.sort()
-    if not registered:
-        raise LoadError(f"mcp: server {escaping.go_quote(server.name)}: no tool registered", report)
+    if not registered and not serves_besides_tools(server, upstream):
+        raise LoadError(f"mcp: server {escaping.go_quote(server.name)}: no tool registered{_nor_else(server)}", report)
     return registered, report
+
+
+def capabilities_of(connection: object) -> dict[str, Any]:
+    """What a server's ``initialize`` result offers (a held connection wraps the wire's)."""
+    wire = getattr(connection, "connection", connection)
+    found = getattr(wire, "capabilities", None)
+    return found if isinstance(found, dict) else {}
+
+
+def offers(connection: object, kind: str) -> bool:
+    """Whether the server declared the capability ``kind`` (``resources``, ``prompts``, ``tools``)."""
+    return isinstance(capabilities_of(connection).get(kind), dict)
+
+
+def serves_besides_tools(server: ServerConfig, upstream: object | None) -> bool:
+    """Whether a server with no tool registered still serves the host something: resources or
+    prompts the operator opted into and it offers. Without a connection (the server is down,
+    offered from its manifest) the opt-in is enough: what it offers is known once it is up."""
+    kinds = [kind for kind, opted in (("resources", server.resources), ("prompts", server.prompts)) if opted]
+    if upstream is None:
+        return bool(kinds)
+    return any(offers(upstream, kind) for kind in kinds)
+
+
+def _nor_else(server: ServerConfig) -> str:
+    opted = [kind for kind, on in (("resources", server.resources), ("prompts", server.prompts)) if on]
+    return f", and it offers none of the {' or '.join(opted)} it opted into" if opted else ""
 
 
 # ----------------------------------------------------------------------------------- load

@@ -55,7 +55,10 @@ def test_a_2025_task_has_its_times_ttl_and_poll_interval_and_never_its_result(ta
     [
         (state("working"), {"pollIntervalMs": 1000}),
         (state("completed", '{"content":[{"type":"text","text":"paid"}],"isError":false}'),
-         {"result": {"content": [{"type": "text", "text": "paid"}], "isError": False}}),
+         {"result": {"resultType": "complete", "content": [{"type": "text", "text": "paid"}], "isError": False}}),
+        (state("completed", '{}'), {"result": {"resultType": "complete"}}),
+        (state("completed", '{"resultType":"complete","content":[]}'),
+         {"result": {"resultType": "complete", "content": []}}),  # never twice
         (state("failed", '{"code":-32602,"message":"unknown tool: x"}'),
          {"error": {"code": -32602, "message": "unknown tool: x"}}),
         (state("cancelled", '{"content":[]}'), {}),  # a cancelled task carries neither
@@ -71,7 +74,7 @@ def test_an_extension_task_carries_its_result_or_error_once_ended(task: TaskStat
 
 def test_a_recorded_result_keeps_its_bytes_in_an_extension_task() -> None:
     text = '{"content":[{"type":"text","text":"1e400"}],"structuredContent":{"n":12345678901234567890.5}}'
-    assert text in jsonrpc.encode(task_extension(state("completed", text))).decode()
+    assert '{"resultType":"complete",' + text[1:] in jsonrpc.encode(task_extension(state("completed", text))).decode()
 
 
 @pytest.mark.parametrize(

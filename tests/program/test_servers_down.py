@@ -156,3 +156,72 @@ async def test_with_one_of_two_servers_down_at_start_up_the_other_serves_and_the
         for host in w.hosts:
             host.kill()
         w.kill_orphans()
+
+
+def gated_shop(directory: Path) -> Path:
+    """Only ``shop`` (the fake bank behind ``shop.gate``), its payments asking an operator; pinned
+    while the gate was open, then down (the gate removed) until a test opens it again."""
+    rules = {
+        "balance": {"side_effect": "read_only", "timeout": "5s"},
+        "pay": {"side_effect": "remote_mutation", "timeout": "20s", "amount_field": "amount"},
+        "refund": {"side_effect": "destructive", "timeout": "5s"},
+    }
+    server = {
+        "name": "shop",
+        "command": [sys.executable, GATED],
+        "env": [
+            f"PYTHONPATH={REPO_ROOT}",
+            f"FAKE_PAYMENTS_LEDGER={directory / 'ledger'}",
+            f"GATE_FILE={directory / 'shop.gate'}",
+        ],
+        "manifest": "shop.manifest.json",
+        "rules": rules,
+    }
+    path = directory / "proxy.json"
+    budgets = [{"name": "daily", "tools": ["shop_pay"], "limit": 100, "window": "24h"}]
+    path.write_text(
+        json.dumps({"database": "proxy.db", "session": "laptop", "hold": "0s", "budgets": budgets, "servers": [server]})
+    )
+    path.chmod(0o600)
+    (directory / "shop.gate").write_text("")
+    pinned = run_program(["pin", "-config", str(path)], timeout=30)
+    assert pinned.returncode == 0, pinned.stderr
+    (directory / "shop.gate").unlink()
+    return path
+
+
+async def test_an_approved_payment_to_a_server_that_was_down_pays_once_when_it_is_back_without_a_second_approval(
+    tmp_path: Path, program_argv: list[str], program_env: dict[str, str]
+) -> None:
+    w = World(tmp_path, gated_shop(tmp_path), program_argv, program_env)
+    try:
+        async with proxy(w) as host:
+            waiting = await host.call("shop_pay", ANN)
+            assert text_of(waiting).startswith("PENDING_APPROVAL"), text_of(waiting)
+            [approval] = w.pending()
+            await w.approve(approval)
+
+            sent_nothing = await host.call("shop_pay", ANN)  # the server is still down
+            assert not_sent(sent_nothing), text_of(sent_nothing)
+            assert f"(approval {approval.id}) still stands until " in text_of(sent_nothing)
+            assert w.payments() == 0
+            assert w.run(approval.run_id).status == "WAITING_FOR_APPROVAL"
+            assert [a.status for a in w.approvals()] == ["approved"]
+
+            (tmp_path / "shop.gate").write_text("")
+            await w.wait_for("the shop up", lambda: 'server "shop" is up' in host.stderr, timeout=20)
+            paid = await host.call("shop_pay", ANN)
+            assert text_of(paid) == "paid 2.00 to ann" and not is_error(paid)
+            assert w.payments() == 1
+            assert [(a.id, a.status) for a in w.approvals()] == [(approval.id, "approved")]  # asked once, used once
+            assert w.run(approval.run_id).status == "COMPLETED"
+            with w.store() as store:  # the budget counts the payment once: reserved again, then spent
+                assert [(h.amount, h.state) for h in store.holds.of_run(approval.run_id)] == [("2", "spent")]
+            again = await host.call("shop_pay", ANN)
+            assert text_of(again).startswith("DUPLICATE") and w.payments() == 1
+        verified = run_program(["verify", "-db", w.db], timeout=30)
+        assert verified.returncode == 0, (verified.stdout, verified.stderr)
+    finally:
+        for host in w.hosts:
+            host.kill()
+        w.kill_orphans()

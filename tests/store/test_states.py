@@ -111,7 +111,10 @@ def move(store: Store, what: str, before: Any, after: Any) -> None:
     elif what == HOLD:
         with store.write() as tx:
             holds.reserve(tx, "test", RUN_ID, [("daily", "", "10.00")], 1)
-            if before != NEW:
+            if before == states.HOLD_RELEASED:  # released, then reserved again by a second collection
+                assert holds.settle(tx, RUN_ID, before, 2) == 1
+                holds.reserve(tx, "test", RUN_ID, [("daily", "", "10.00")], 3)
+            elif before != NEW:
                 assert holds.settle(tx, RUN_ID, after, 2) == 1
     else:
         put_run(store)
@@ -184,9 +187,9 @@ ILLEGAL: list[tuple[str, Callable[[Store], Any], Callable[[Tx], Any], str, str]]
     ("a deciding step resumed from interrupted", lambda s: put_step(s, states.DECIDING),
      lambda tx: tx.update_step(STEP_ID, expect=(states.DECIDING, states.STEP_INTERRUPTED), status=states.EXECUTING),
      "interrupted", "executing"),
-    ("an executing step put back to awaiting", lambda s: put_step(s, states.EXECUTING),
-     lambda tx: tx.update_step(STEP_ID, expect=states.EXECUTING, status=states.AWAITING), "executing",
-     "awaiting_approval"),
+    ("an awaiting step put back to deciding", lambda s: put_step(s, states.AWAITING),
+     lambda tx: tx.update_step(STEP_ID, expect=states.AWAITING, status=states.DECIDING), "awaiting_approval",
+     "deciding"),
     ("a rejected approval approved", lambda s: put_approval(s, states.REJECTED),
      lambda tx: tx.update_approval(APPROVAL_ID, expect=states.REJECTED, status=states.APPROVED), "rejected",
      "approved"),

@@ -83,6 +83,7 @@ ECHOED = {
     "error": "a tool's recorded error or a schema mismatch (escaped and bounded)",
     "error_text": "a tool's recorded error (escaped and bounded)",
     "result_text": "a tool's recorded result (escaped and bounded)",
+    "answer": "an answer the model is given anyway, repeated as a task's status message (built from these templates)",
     "note": "the operator's note, written for the model",
     "what": "what UNAVAILABLE says could not be done (a model_text constant)",
     "why": "why an approved request did not execute (a model_text constant)",
