@@ -153,9 +153,9 @@ class Runtime:
             entry: dict[str, Any] = {"name": t.name, **t.display.fields()}
             entry["description"] = t.description
             entry["inputSchema"] = RawJSON(t.schema_text)
-            if t.output_schema is not None:
+            if self._declares_output_schema(t):
                 entry["outputSchema"] = RawJSON(t.output_schema)
-            entry["annotations"] = annotations_for(t.side_effect)
+            entry["annotations"] = annotations_for(t.side_effect, t.display.hints)
             listed.append(entry)
         listed.append(
             {
@@ -187,9 +187,17 @@ class Runtime:
                          when_pending: Any = None) -> dict[str, Any]:
         """A call through the rules; ``when_pending`` as ``CallRules.handle`` takes it."""
         result = await self.rules.handle(tool, arguments_text, ctx, when_pending)
-        if tool.output_schema is None or result.get("resultType") == "task":
+        if not self._declares_output_schema(tool) or result.get("resultType") == "task":
             return result
         return answers.for_output_schema(result)
+
+    def _declares_output_schema(self, tool: Any) -> bool:
+        """Whether the host is shown the tool's ``outputSchema``: only when the policy simply
+        allows it. A validating host refuses prose that does not match the schema unless it is
+        an error, and any other tool's answers may be prose (PENDING_APPROVAL, …) that is no
+        error: such a tool is offered without its schema, so those answers keep ``isError:
+        false``; its structured results still pass as ``structuredContent`` (issue 25, item 5)."""
+        return tool.output_schema is not None and self.policy.simply_allows(tool.name)
 
     def _status(self, arguments_text: str | None) -> dict[str, Any]:
         from agentrt_proxy.proxy.status import (  # imported by open_runtime

@@ -31,7 +31,7 @@ from agentrt_proxy.config import ServerConfig
 from agentrt_proxy.mcp.errors import NotSentError
 from agentrt_proxy.mcp.outcomes import NotSent, ToolOutcome
 from agentrt_proxy.text import model_text, operator_text
-from agentrt_proxy.upstream.display import ToolDisplay
+from agentrt_proxy.upstream.display import ToolDisplay, hints_of
 from agentrt_proxy.upstream.pins import LiveTool, Manifest
 from agentrt_proxy.upstream.registry import Connection, ListingFn, LoadError, decide
 
@@ -75,7 +75,8 @@ def pinned_listing(manifest: Manifest) -> list[LiveTool]:
             tool.description,
             tool.annotations,
             tool.input_schema.decode("utf-8"),
-            ToolDisplay(tool.title, None, tool.output_schema.decode("utf-8") if tool.output_schema else None),
+            ToolDisplay(tool.title, None, tool.output_schema.decode("utf-8") if tool.output_schema else None,
+                        hints_of(tool.annotations)),
         )
         for tool in manifest.tools.values()
     ]
