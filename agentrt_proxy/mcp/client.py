@@ -159,23 +159,21 @@ class Connection:
         self._notification(decoded)
 
     def _oversize(self, line: Oversize) -> None:
-        """A message past max_message_bytes (the transport resets the connection): the answer to
-        the call it names is refused, as an answer that broke the boundary; when it names none,
-        every call in flight fails as a protocol failure. Nothing more is sent on the session."""
-        reason = f"the server sent a message of more than {line.limit} bytes (max_message_bytes)"
-        if self._dead is None:
-            self._dead = f"{reason}: the connection was reset"
+        """A message past max_message_bytes, skipped by the transport (the server keeps running):
+        the answer to the call it names is refused, as an answer that broke the boundary, naming
+        its size once its end has come; when it names none, every call in flight fails as a
+        protocol failure. Other calls go on."""
         msg_id = answer_id(line.head, line.tail)
         if msg_id is not None:  # (reported twice, a line named at its beginning is named at its end)
             pending = self._pending.get(msg_id)
             if pending is not None and pending.answer is None and pending.failure is None:
                 # What the record keeps of it: its first bytes.
-                reason = f"the answer is longer than {line.limit} bytes (max_message_bytes)"
-                pending.answer = _Undecodable(reason, _whole_characters(line.head))
+                pending.answer = _Undecodable(_too_long(line), _whole_characters(line.head))
                 pending.done.set()
             return
         if line.tail is None:
             return  # its end may still name the call
+        reason = f"the server sent a message of {line.size} bytes, over the limit of {line.limit} (max_message_bytes)"
         for pending in self._pending.values():
             if pending.answer is None and pending.failure is None:
                 pending.failure = TransportError(f"{reason}, naming no request it answers")
@@ -510,6 +508,15 @@ class Connection:
         """End the session; safe twice and while a call is in flight (it fails at once)."""
         self._on_closed("connection closed")
         await self._transport.aclose()
+
+
+def _too_long(line: Oversize) -> str:
+    """Why an answer past max_message_bytes was refused: its size when its end has come."""
+    mib = 1 << 20
+    limit = f"the limit of {line.limit} bytes ({line.limit / mib:.1f} MiB, max_message_bytes)"
+    if line.tail is None:
+        return f"the answer is longer than {limit}; it was skipped, not read"
+    return f"the answer is {line.size} bytes ({line.size / mib:.1f} MiB), over {limit}; it was skipped, not read"
 
 
 def _whole_characters(head: bytes) -> bytes:

@@ -22,11 +22,11 @@ __all__ = [
     "child_env",
 ]
 
-DEFAULT_MAX_CONTENT_BYTES = 8 * 1024 * 1024  # a result's cap; the configuration's max_result_bytes default
+DEFAULT_MAX_CONTENT_BYTES = 32 * 1024 * 1024  # a result's cap; the configuration's max_result_bytes default
 MAX_TOOL_PAGES = 100
 MAX_TOOLS = 1000
 DEFAULT_CONNECT_TIMEOUT_NS = 30 * 1_000_000_000
-DEFAULT_MAX_MESSAGE_BYTES = 16 << 20  # the configuration's max_message_bytes, by default
+DEFAULT_MAX_MESSAGE_BYTES = 80 << 20  # the configuration's max_message_bytes, by default
 MAX_RESPONSE_BODY_BYTES = DEFAULT_MAX_MESSAGE_BYTES  # the HTTP transport's default body cap
 STDERR_TAIL_BYTES = 4096
 CLIENT_INFO = {"name": "agent-runtime", "version": "0.1.0"}
