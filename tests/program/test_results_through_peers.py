@@ -2,8 +2,8 @@
 (issue 13, "shows that it holds"; decision 0015): the npm everything server's image, resource
 and structured tools and the npm filesystem server's ``read_media_file`` on a PNG reach an SDK
 host with the same blocks and base64 bytes; the listing shows the servers' titles, icons and
-output schemas, the operator's class as annotations, the servers' other hints; ``max_result_bytes`` caps what is answered and
-recorded.
+output schemas, the operator's class as annotations, the servers' other hints; a result over ``max_result_bytes`` is a
+clear error, never a cut result.
 """
 
 from __future__ import annotations
@@ -181,22 +181,22 @@ async def test_the_host_lists_the_servers_titles_and_output_schemas_and_the_hint
 
 
 @pytest.mark.anyio
-async def test_max_result_bytes_caps_what_the_host_gets_and_what_is_recorded(
+async def test_a_result_over_max_result_bytes_is_a_clear_error_naming_its_size_never_a_cut_result(
     tmp_path: Path, program_argv: list[str], program_env: dict[str, str]
 ) -> None:
     config, _ = write_config(tmp_path, max_result_bytes=1024)
     with anyio.fail_after(120):
         (result,) = await call_all(proxied(config, program_argv, program_env), [("every_get-tiny-image", {})])
-    texts = [block.text for block in result.content if block.type == "text"]
-    assert [block.type for block in result.content] == ["text", "text", "text"]  # the 5 KB image left out
-    assert texts[:2] == ["Here's the image you requested:", "The image above is the MCP logo."]
-    assert texts[2].startswith("[truncated: this result is ") and "limit of 1024 bytes (max_result_bytes)" in texts[2]
-    assert "2 of 3 content blocks kept whole, 1 left out" in texts[2]
+    assert result.is_error is True and [block.type for block in result.content] == ["text"]  # no block of it
+    (text,) = [block.text for block in result.content]
+    assert "over the limit of 1024 bytes (0.0 MiB, max_result_bytes)" in text and "never cut" in text, text
+    size = int(text.split("the result is ", 1)[1].split(" bytes", 1)[0])
+    assert size > 5000  # the 5 KB image and its two texts, as recorded
     with sqlite3.connect(config.parent / "proxy.db") as db:
-        (observation,) = [json.loads(row[0]) for row in db.execute("SELECT observation_json FROM steps")]
-    assert observation["summary"].endswith(", truncated") and observation["form"] == "call_tool_result"
-    assert observation["content"]["content"][-1]["text"] == texts[2]
-    assert len(json.dumps(observation["content"], separators=(",", ":")).encode()) <= 1024
+        (observation,) = [json.loads(row[0]) for row in db.execute("SELECT observation_json FROM steps") if row[0]]
+    assert observation["content"]["failure"] == "invalid_content"  # the server answered: it executed
+    assert f"the result is {size} bytes" in observation["content"]["error"]
+    assert len(observation["content"]["content"]) <= 4096  # the answer's first bytes, not the result
 
 
 @pytest.mark.anyio
