@@ -21,6 +21,7 @@ from agentrt_proxy.errors import ConfigurationError
 READ_ONLY = "read_only"
 SIDE_EFFECTS = (READ_ONLY, "local_mutation", "remote_mutation", "destructive")
 OUTCOMES = ("allow", "require_approval", "deny")
+FORWARDABLE = ("elicitation", "sampling")  # what a server's "forward" may name
 DEFAULT_POLICY: dict[str, str] = {
     READ_ONLY: "allow",
     "local_mutation": "allow",
@@ -136,6 +137,9 @@ class ServerConfig:
     prompts: bool = False
     prompt_names: dict[str, str] = field(default_factory=dict)  # a prompt's own name -> the host's name
     trust: str = UNTRUSTED  # "trusted" only when the operator says so
+    # The server's requests the proxy relays to the host (issue 25, item 7): "elicitation",
+    # "sampling"; every other request of a server is refused at once.
+    forward: tuple[str, ...] = ()
 
     # The top-level max_message_bytes, copied onto each server so whatever connects one needs
     # nothing else of the configuration.

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -54,10 +54,16 @@ __all__ = ["Connection", "ListedTool", "ProgressCallback", "open_connection"]
 
 ProgressCallback = Callable[[float, float | None, str | None], None]
 
-# What a server may ask of its client. This client declares no client capabilities and offers
+# What a server may ask of its client. This client declares no client capabilities (but those a
+# server's ``forward`` names, relayed by ``request_handlers``: issue 25, item 7) and offers
 # none of them: there is no model to sample, no user to ask and no roots behind the proxy.
 NOT_OFFERED = ("sampling/createMessage", "elicitation/create", "roots/list")
 MSG_NOT_OFFERED = "the agentrt-proxy client offers no sampling, elicitation or roots: {method} is refused"
+# The capability a server's request needs, as ``forward`` and the client's capabilities name it.
+FORWARDED_BY = {"sampling/createMessage": "sampling", "elicitation/create": "elicitation"}
+# A relay of a server's request: (server's method, its params) -> the answer's ``result`` or
+# ``error`` member, as a dict ({"result": ...} or {"error": {"code", "message"}}).
+RequestHandler = Callable[[str, dict[str, Any] | None], Awaitable[dict[str, Any]]]
 
 
 @dataclass(frozen=True)
@@ -124,6 +130,9 @@ class Connection:
         # What the layers above do with the server's other notifications, by method (a log
         # message, a changed list, a resource update); called on the event loop, must not block.
         self.notification_handlers: dict[str, Callable[[Notification], None]] = {}
+        # Who relays the server's requests its ``forward`` names, by method (shared across
+        # restarts like the notification handlers); a request with none is refused.
+        self.request_handlers: dict[str, RequestHandler] = {}
         if hasattr(transport, "is_answered"):
             transport.is_answered = self._is_answered  # an HTTP stream that ends early is resumed
 
@@ -198,10 +207,15 @@ class Connection:
         pending.on_progress(progress, _number(note.params.get("total")), message if isinstance(message, str) else None)
 
     async def _answer_server_request(self, req: Request) -> None:
-        # Answered at once, whatever the method: a server waiting on its client would hold the
-        # call that made it ask until that call timed out.
+        # Answered at once, whatever the method (a server waiting on its client would hold the
+        # call that made it ask until that call timed out), but a request the server's
+        # ``forward`` names while a relay is set: that one waits for the host's answer.
+        relay = self.request_handlers.get(req.method) if FORWARDED_BY.get(req.method) in self.spec.forward else None
         if req.method == "ping":
             answer = jsonrpc.result(req.id, {})
+        elif relay is not None:  # waits on the host: the server asked for exactly that
+            relayed = await relay(req.method, req.params)
+            answer = {"jsonrpc": "2.0", "id": req.id, **relayed}
         elif req.method in NOT_OFFERED:
             answer = jsonrpc.error(req.id, METHOD_NOT_FOUND, MSG_NOT_OFFERED.format(method=req.method), req.method)
         else:
@@ -342,7 +356,8 @@ class Connection:
     async def _initialize(self, *, renewal: bool = False) -> None:
         answer = await self._roundtrip(
             "initialize",
-            {"protocolVersion": CLIENT_PROTOCOL_VERSION, "capabilities": {}, "clientInfo": dict(CLIENT_INFO)},
+            {"protocolVersion": CLIENT_PROTOCOL_VERSION, "capabilities": {name: {} for name in self.spec.forward},
+             "clientInfo": dict(CLIENT_INFO)},
             renewal=renewal,
         )
         result = answer.result if isinstance(answer.result, dict) else {}

@@ -45,8 +45,9 @@ class ServerSpec:
 
     ``headers`` are static HTTP headers (e.g. ``Authorization``); they are sent on
     every request and never logged or put into error text. ``max_message_bytes`` bounds one
-    message from the server (a stdio line, an HTTP body): a larger one is refused and its
-    connection reset.
+    message from the server (a stdio line, an HTTP body): a larger one is refused, never held.
+    ``forward`` names the server's requests the client declares and relays (``"sampling"``,
+    ``"elicitation"``) to whoever set ``Connection.request_handlers``; every other is refused.
     """
 
     name: str
@@ -57,6 +58,7 @@ class ServerSpec:
     headers: Mapping[str, str] = field(default_factory=dict)
     connect_timeout_ns: int = 0  # 0: DEFAULT_CONNECT_TIMEOUT_NS
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    forward: Sequence[str] = ()
 
     def validate(self) -> None:
         """Raise ``ServerSpecError`` with the original's wording for an unusable entry."""

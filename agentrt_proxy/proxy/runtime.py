@@ -78,6 +78,14 @@ class Runtime:
         for entry in unpriced(config.servers, config.budgets):  # loud, at the start of every process
             write_stderr(operator_text.unpriced_budget(*entry))
         untrusted = UntrustedSource.from_config(config)
+        from agentrt_proxy.proxy.forwarding import Forwarding
+
+        # The servers' sampling and elicitation, for those that opted in (``forward``).
+        self.forwarding = Forwarding(config.session, store, clock, host, untrusted, write_stderr)
+        for held in opened.connections:
+            target = held if hasattr(held, "request_handlers") else getattr(held, "connection", None)
+            if target is not None and held.server.forward:
+                self.forwarding.install(held.server.name, held.server.forward, target.request_handlers)
         guarded = Guarded(self.policy.guards, store, clock, untrusted) if self.policy.guards is not None else None
         self.gate = Gate(
             store,
@@ -153,7 +161,7 @@ class Runtime:
             entry: dict[str, Any] = {"name": t.name, **t.display.fields()}
             entry["description"] = t.description
             entry["inputSchema"] = RawJSON(t.schema_text)
-            if self._declares_output_schema(t):
+            if t.output_schema is not None and self._declares_output_schema(t):
                 entry["outputSchema"] = RawJSON(t.output_schema)
             entry["annotations"] = annotations_for(t.side_effect, t.display.hints)
             listed.append(entry)

@@ -6,7 +6,7 @@ the store's errors. Code outside the package imports these names from here.
 """
 
 from agentrt_proxy.store import holds
-from agentrt_proxy.store.audit import PROMPT_GET, RESOURCE_READ, PassthroughRead, record_passthrough
+from agentrt_proxy.store.audit import PROMPT_GET, RESOURCE_READ, SERVER_REQUEST, PassthroughRead, record_passthrough
 from agentrt_proxy.store.chain import ChainBreak, VerifyReport, chain_hash
 from agentrt_proxy.store.errors import (
     ApprovalChanged,
@@ -103,6 +103,7 @@ __all__ = [
     "PROMPT_GET",
     "REJECTED",
     "RESOURCE_READ",
+    "SERVER_REQUEST",
     "RESUMABLE",
     "RUNNING",
     "RUN_INTERRUPTED",

@@ -132,6 +132,7 @@ class Supervisor:
         # Shared with every connection (the same dict), so a handler put here or on the current
         # connection reaches the next one too.
         self.notification_handlers: dict[str, Callable[[Any], None]] = {}
+        self.request_handlers: dict[str, Any] = {}  # the relays of the server's requests (``forward``)
         if held is not None:
             self._hand_over_handlers(held)
 
@@ -329,11 +330,12 @@ class Supervisor:
 
     def _hand_over_handlers(self, held: Any) -> None:
         wire = getattr(held, "connection", held)
-        handlers = getattr(wire, "notification_handlers", None)
-        if isinstance(handlers, dict):
-            for method, handler in handlers.items():
-                self.notification_handlers.setdefault(method, handler)
-            wire.notification_handlers = self.notification_handlers
+        for kind in ("notification_handlers", "request_handlers"):
+            handlers, shared = getattr(wire, kind, None), getattr(self, kind)
+            if isinstance(handlers, dict):
+                for method, handler in handlers.items():
+                    shared.setdefault(method, handler)
+                setattr(wire, kind, shared)
 
     # ------------------------------------------------------------------------------ close
 
