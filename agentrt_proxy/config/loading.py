@@ -370,8 +370,9 @@ def _forward(name: str, value: Any, errors: _Errors) -> tuple[str, ...]:
     if not isinstance(value, list):
         errors.fail(f"server {q}: forward must be an array of {' or '.join(map(go_quote, FORWARDABLE))}")
     for item in value:
-        if not isinstance(item, str) or isinstance(item, Number) or item not in FORWARDABLE:
-            shown = go_quote(item) if isinstance(item, str) and not isinstance(item, Number) else canonical.policy_text(item)
+        text = isinstance(item, str) and not isinstance(item, Number)
+        if not text or item not in FORWARDABLE:
+            shown = go_quote(item) if text else canonical.policy_text(item)
             errors.fail(f"server {q}: forward: {shown} is not one of {', '.join(map(go_quote, FORWARDABLE))}")
         if value.count(item) > 1:
             errors.fail(f"server {q}: forward names {go_quote(item)} twice")

@@ -36,7 +36,7 @@ from agentrt_proxy.mcp.errors import (
 from agentrt_proxy.mcp.framing import Oversize
 from agentrt_proxy.mcp.jsonrpc import METHOD_NOT_FOUND, DecodeFailure, ErrorResponse, Notification, Request, Response
 from agentrt_proxy.mcp.outcomes import NoAnswer, NoAnswerKind, NotSent, Refused, RpcError, ToolOutcome
-from agentrt_proxy.mcp.oversize import answer_id
+from agentrt_proxy.mcp.oversize import answer_id, too_long, whole_characters
 from agentrt_proxy.mcp.results import map_result
 from agentrt_proxy.mcp.spans import SpanError, find_span, iter_elements, top_level_id
 from agentrt_proxy.mcp.spec import (
@@ -177,7 +177,7 @@ class Connection:
             pending = self._pending.get(msg_id)
             if pending is not None and pending.answer is None and pending.failure is None:
                 # What the record keeps of it: its first bytes.
-                pending.answer = _Undecodable(_too_long(line), _whole_characters(line.head))
+                pending.answer = _Undecodable(too_long(line), whole_characters(line.head))
                 pending.done.set()
             return
         if line.tail is None:
@@ -356,8 +356,11 @@ class Connection:
     async def _initialize(self, *, renewal: bool = False) -> None:
         answer = await self._roundtrip(
             "initialize",
-            {"protocolVersion": CLIENT_PROTOCOL_VERSION, "capabilities": {name: {} for name in self.spec.forward},
-             "clientInfo": dict(CLIENT_INFO)},
+            {
+                "protocolVersion": CLIENT_PROTOCOL_VERSION,
+                "capabilities": {name: {} for name in self.spec.forward},
+                "clientInfo": dict(CLIENT_INFO),
+            },
             renewal=renewal,
         )
         result = answer.result if isinstance(answer.result, dict) else {}
@@ -523,25 +526,6 @@ class Connection:
         """End the session; safe twice and while a call is in flight (it fails at once)."""
         self._on_closed("connection closed")
         await self._transport.aclose()
-
-
-def _too_long(line: Oversize) -> str:
-    """Why an answer past max_message_bytes was refused: its size when its end has come."""
-    mib = 1 << 20
-    limit = f"the limit of {line.limit} bytes ({line.limit / mib:.1f} MiB, max_message_bytes)"
-    if line.tail is None:
-        return f"the answer is longer than {limit}; it was skipped, not read"
-    return f"the answer is {line.size} bytes ({line.size / mib:.1f} MiB), over {limit}; it was skipped, not read"
-
-
-def _whole_characters(head: bytes) -> bytes:
-    """``head`` without a UTF-8 character the cut split at its end (so the record keeps text)."""
-    try:
-        head.decode("utf-8")
-    except UnicodeDecodeError as err:
-        if err.reason == "unexpected end of data":
-            return head[: err.start]
-    return head
 
 
 def _make_transport(spec: ServerSpec, tg: anyio.abc.TaskGroup) -> Transport:

@@ -45,8 +45,15 @@ def _size(answer: dict[str, Any]) -> int:
 
 
 class Forwarding:
-    def __init__(self, session: str, store: Store, clock: Clock, host: HostLink,
-                 untrusted: UntrustedSource | None, write_stderr: Callable[[str], Any]) -> None:
+    def __init__(
+        self,
+        session: str,
+        store: Store,
+        clock: Clock,
+        host: HostLink,
+        untrusted: UntrustedSource | None,
+        write_stderr: Callable[[str], Any],
+    ) -> None:
         self.session, self.store, self.clock, self.host = session, store, clock, host
         self.untrusted = untrusted
         self._write_stderr = write_stderr

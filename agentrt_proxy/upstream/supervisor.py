@@ -75,8 +75,12 @@ def pinned_listing(manifest: Manifest) -> list[LiveTool]:
             tool.description,
             tool.annotations,
             tool.input_schema.decode("utf-8"),
-            ToolDisplay(tool.title, None, tool.output_schema.decode("utf-8") if tool.output_schema else None,
-                        hints_of(tool.annotations)),
+            ToolDisplay(
+                tool.title,
+                None,
+                tool.output_schema.decode("utf-8") if tool.output_schema else None,
+                hints_of(tool.annotations),
+            ),
         )
         for tool in manifest.tools.values()
     ]

@@ -23,7 +23,7 @@ import pytest
 
 from agentrt_proxy.mcp import ServerSpec, ServerSpecError, open_connection
 from agentrt_proxy.mcp.framing import EDGE_BYTES, BoundedLineBuffer, LineBuffer, Oversize
-from agentrt_proxy.mcp.outcomes import NoAnswer, NotSent, Refused, Result
+from agentrt_proxy.mcp.outcomes import NoAnswer, Refused, Result
 from agentrt_proxy.mcp.oversize import answer_id, partial_id
 from tests.mcp.test_http_client import Behaviour, Scripted, reply, standard
 from tests.processes import alive
@@ -167,11 +167,17 @@ def test_a_server_spec_refuses_a_bound_that_is_not_positive() -> None:
     ("tool", "reason"),
     [
         # the id first (the Python SDK's order): answered when the line passes the bound
-        ("flood", f"the answer is longer than the limit of {LIMIT} bytes (1.0 MiB, max_message_bytes); "
-                  "it was skipped, not read"),
+        (
+            "flood",
+            f"the answer is longer than the limit of {LIMIT} bytes (1.0 MiB, max_message_bytes); "
+            "it was skipped, not read",
+        ),
         # the id last (the TypeScript SDK's order): answered at its end, with its size (less its newline)
-        ("flood_id_last", f"the answer is {8 * LIMIT - 1} bytes (8.0 MiB), over the limit of {LIMIT} bytes "
-                          "(1.0 MiB, max_message_bytes); it was skipped, not read"),
+        (
+            "flood_id_last",
+            f"the answer is {8 * LIMIT - 1} bytes (8.0 MiB), over the limit of {LIMIT} bytes "
+            "(1.0 MiB, max_message_bytes); it was skipped, not read",
+        ),
     ],
 )
 async def test_an_answer_past_the_bound_is_refused_as_that_calls_answer_and_the_server_keeps_running(
@@ -333,7 +339,7 @@ async def test_an_http_event_stream_past_the_bound_is_a_protocol_failure(http_se
 
 
 def test_the_recorded_beginning_of_an_oversize_answer_is_cut_back_to_whole_characters() -> None:
-    from agentrt_proxy.mcp.client import _whole_characters
+    from agentrt_proxy.mcp.oversize import whole_characters as _whole_characters
 
     assert _whole_characters(b'{"a":"\xc3\xa9\xe2\x82') == b'{"a":"\xc3\xa9'
     assert _whole_characters(b'{"a":"\xc3\xa9"') == b'{"a":"\xc3\xa9"'

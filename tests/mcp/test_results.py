@@ -1,5 +1,6 @@
 """Result mapping (spec §1.13.6–8, decision 0015): blocks as the server sent them, structured
-content beside them, the cap (never a cut), a text sent twice recorded once, the short text, errors and their summaries."""
+content beside them, the cap (never a cut), a text sent twice recorded once, the short text,
+errors and their summaries."""
 
 from __future__ import annotations
 
@@ -201,13 +202,22 @@ FILE = "line of a file\n" * 2000  # 30000 characters, over SHARED_MIN
     ("result", "entries"),
     [
         # the npm filesystem server's read_text_file
-        ({"content": [{"type": "text", "text": FILE}], "structuredContent": {"content": FILE}},
-         [{"block": 0, "path": ["content"]}]),
+        (
+            {"content": [{"type": "text", "text": FILE}], "structuredContent": {"content": FILE}},
+            [{"block": 0, "path": ["content"]}],
+        ),
         # deeper in the structured content, a second block shared too; the first in the record's (sorted) order named
-        ({"content": [{"type": "text", "text": "head"}, {"type": "text", "text": FILE, "_meta": {"k": 1}},
-                      {"type": "text", "text": FILE + "!"}],
-          "structuredContent": {"files": [{"body": FILE}, {"body": FILE + "!"}], "again": FILE}},
-         [{"block": 1, "path": ["again"]}, {"block": 2, "path": ["files", 1, "body"]}]),
+        (
+            {
+                "content": [
+                    {"type": "text", "text": "head"},
+                    {"type": "text", "text": FILE, "_meta": {"k": 1}},
+                    {"type": "text", "text": FILE + "!"},
+                ],
+                "structuredContent": {"files": [{"body": FILE}, {"body": FILE + "!"}], "again": FILE},
+            },
+            [{"block": 1, "path": ["again"]}, {"block": 2, "path": ["files", 1, "body"]}],
+        ),
     ],
 )
 def test_a_text_the_server_sent_twice_is_recorded_once_and_answered_as_sent(

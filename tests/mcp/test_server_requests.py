@@ -84,7 +84,8 @@ async def test_a_forwarded_request_is_declared_and_relayed_and_the_rest_still_re
     assert isinstance(outcome, Result) and not outcome.is_error
     answers = json.loads(outcome.text)
     assert answers["sampling/createMessage"] == {
-        "result": {"role": "assistant", "content": {"type": "text", "text": "sampled"}, "model": "m"}}
+        "result": {"role": "assistant", "content": {"type": "text", "text": "sampled"}, "model": "m"}
+    }
     assert [method for method, _ in relayed] == ["sampling/createMessage"]  # relayed once, with its params
     assert answers["elicitation/create"]["code"] == -32601 and answers["roots/list"]["code"] == -32601
     (initialize,) = [m for m in received(log) if m.get("method") == "initialize"]

@@ -70,16 +70,21 @@ def children(pid: int) -> list[int]:
 
 def server_pid(proxy_pid: int) -> int:
     """The filesystem server: the proxy's child whose command line names it."""
-    (pid,) = [child for child in children(proxy_pid)
-              if b"server-filesystem" in Path(f"/proc/{child}/cmdline").read_bytes()]
+    (pid,) = [
+        child for child in children(proxy_pid) if b"server-filesystem" in Path(f"/proc/{child}/cmdline").read_bytes()
+    ]
     return pid
 
 
 def observation_sizes(db: Path) -> list[int]:
     with sqlite3.connect(db) as conn:
-        return [row[0] for row in conn.execute(
-            "SELECT length(CAST(observation_json AS BLOB)) FROM steps"
-            " WHERE instr(observation_json, '\"form\":\"call_tool_result\"') > 0 ORDER BY rowid")]
+        return [
+            row[0]
+            for row in conn.execute(
+                "SELECT length(CAST(observation_json AS BLOB)) FROM steps"
+                ' WHERE instr(observation_json, \'"form":"call_tool_result"\') > 0 ORDER BY rowid'
+            )
+        ]
 
 
 @pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="reads the process tree from /proc")
@@ -101,16 +106,23 @@ async def test_5_and_20_mib_files_arrive_whole_100_mib_is_a_clear_error_and_the_
             before = server_pid(host.process.pid)
             for size in (5, 20, 100):
                 answers[size] = await host.request(
-                    "tools/call", {"name": "fs_read_text_file", "arguments": {"path": str(sandbox / f"{size}.txt")}},
-                    timeout=300)
+                    "tools/call",
+                    {"name": "fs_read_text_file", "arguments": {"path": str(sandbox / f"{size}.txt")}},
+                    timeout=300,
+                )
                 assert server_pid(host.process.pid) == before, size  # the same server process
             waiting = await host.call("fs_write_file", {"path": str(target), "content": "written after\n"})
             assert waiting["content"][0]["text"].startswith("PENDING_APPROVAL:"), waiting
             db = str(config.parent / "proxy.db")
             with sqlite3.connect(db) as conn:
-                run_id, approval_id = conn.execute("SELECT run_id, id FROM approvals WHERE status = 'pending'").fetchone()
-            approved = await anyio.to_thread.run_sync(lambda: run_program(
-                ["approve", "-db", db, run_id, "-approval", approval_id, "-by", "tester", "-yes"], timeout=60))
+                run_id, approval_id = conn.execute(
+                    "SELECT run_id, id FROM approvals WHERE status = 'pending'"
+                ).fetchone()
+            approved = await anyio.to_thread.run_sync(
+                lambda: run_program(
+                    ["approve", "-db", db, run_id, "-approval", approval_id, "-by", "tester", "-yes"], timeout=60
+                )
+            )
             assert approved.returncode == 0, approved.stderr
             written = await host.call("fs_write_file", {"path": str(target), "content": "written after\n"})
             assert server_pid(host.process.pid) == before

@@ -33,12 +33,21 @@ NOT_OFFERED = "the agentrt-proxy client offers no sampling, elicitation or roots
 
 def configuration(tmp_path: Path) -> Path:
     def server(name: str, **extra: Any) -> dict[str, Any]:
-        return {"name": name, "command": [sys.executable, NOTES], "env": {"NOTES_LOG": str(tmp_path / f"{name}.log")},
-                "manifest": f"{name}.manifest.json", "rules": {"ask": {"side_effect": "read_only", "timeout": "60s"}},
-                **extra}
+        return {
+            "name": name,
+            "command": [sys.executable, NOTES],
+            "env": {"NOTES_LOG": str(tmp_path / f"{name}.log")},
+            "manifest": f"{name}.manifest.json",
+            "rules": {"ask": {"side_effect": "read_only", "timeout": "60s"}},
+            **extra,
+        }
 
-    document = {"database": "proxy.db", "session": "asking", "hold": "0s",
-                "servers": [server("asked", forward=["sampling", "elicitation"]), server("plain")]}
+    document = {
+        "database": "proxy.db",
+        "session": "asking",
+        "hold": "0s",
+        "servers": [server("asked", forward=["sampling", "elicitation"]), server("plain")],
+    }
     config = tmp_path / "proxy.json"
     config.write_text(json.dumps(document, indent=2))
     config.chmod(0o600)
@@ -53,8 +62,10 @@ def params(config: Path, argv: list[str], env: dict[str, str]) -> StdioServerPar
 
 def server_requests(db: Path) -> list[tuple[str, dict[str, Any]]]:
     with sqlite3.connect(db) as conn:
-        rows = conn.execute("SELECT r.status, e.payload_json FROM events e JOIN runs r ON r.id = e.run_id"
-                            " WHERE e.type = 'passthrough.server_request' ORDER BY e.rowid").fetchall()
+        rows = conn.execute(
+            "SELECT r.status, e.payload_json FROM events e JOIN runs r ON r.id = e.run_id"
+            " WHERE e.type = 'passthrough.server_request' ORDER BY e.rowid"
+        ).fetchall()
     return [(status, json.loads(payload)) for status, payload in rows]
 
 
@@ -66,16 +77,21 @@ async def test_sampling_and_elicitation_reach_a_host_that_declares_them_and_are_
 
     async def sample(context: Any, request: types.CreateMessageRequestParams) -> types.CreateMessageResult:
         asked.append(f"sampling: {request.messages[0].content.text}")  # type: ignore[union-attr]
-        return types.CreateMessageResult(role="assistant", content=types.TextContent(type="text", text="sampled"),
-                                         model="host-model")
+        return types.CreateMessageResult(
+            role="assistant", content=types.TextContent(type="text", text="sampled"), model="host-model"
+        )
 
     async def elicit(context: Any, request: types.ElicitRequestParams) -> types.ElicitResult:
         asked.append(f"elicitation: {request.message}")
         return types.ElicitResult(action="accept", content={"name": "Ada"})
 
     with anyio.fail_after(150):
-        async with Client(params(config, program_argv, program_env), mode="legacy",
-                          sampling_callback=sample, elicitation_callback=elicit) as host:
+        async with Client(
+            params(config, program_argv, program_env),
+            mode="legacy",
+            sampling_callback=sample,
+            elicitation_callback=elicit,
+        ) as host:
             relayed = json.loads(text_of(await host.call_tool("asked_ask", {})))
             plain = json.loads(text_of(await host.call_tool("plain_ask", {})))
         async with Client(params(config, program_argv, program_env), mode="legacy") as bare:
@@ -91,9 +107,12 @@ async def test_sampling_and_elicitation_reach_a_host_that_declares_them_and_are_
         assert plain[method]["message"] == NOT_OFFERED.format(method)
     # A host that declared neither: the server hears which capability is missing.
     assert refused["elicitation/create"] == {
-        "code": -32601, "message": "the host declared no elicitation capability: elicitation/create is refused"}
+        "code": -32601,
+        "message": "the host declared no elicitation capability: elicitation/create is refused",
+    }
     assert refused["sampling/createMessage"]["message"] == (
-        "the host declared no sampling capability: sampling/createMessage is refused")
+        "the host declared no sampling capability: sampling/createMessage is refused"
+    )
     # Each relayed or refused request of the opted-in server is one recorded run; none of plain's.
     recorded = server_requests(tmp_path / "proxy.db")
     assert [(status, p["server"], p["method"], "error" in p) for status, p in recorded] == [

@@ -50,15 +50,21 @@ async def test_a_waiting_payment_to_an_sdk_str_tool_is_no_error_and_its_structur
                 waiting = await client.call_tool("bank_send", {"to": "rob", "amount": 5})
                 paid_before = count_payments(tmp_path / "ledger")
                 run_id, approval_id = pending_approval(db)
-                approved = await anyio.to_thread.run_sync(lambda: run_program(
-                    ["approve", "-db", db, run_id, "-approval", approval_id, "-by", "tester", "-yes"], timeout=30))
+                approved = await anyio.to_thread.run_sync(
+                    lambda: run_program(
+                        ["approve", "-db", db, run_id, "-approval", approval_id, "-by", "tester", "-yes"], timeout=30
+                    )
+                )
                 assert approved.returncode == 0, approved.stderr
                 paid = await client.call_tool("bank_send", {"to": "rob", "amount": 5})
                 balance = await client.call_tool("bank_balance", {})
     assert listed["bank_send"].output_schema is None  # not simply allowed: offered without it
     assert listed["bank_balance"].output_schema == {
-        "type": "object", "properties": {"result": {"title": "Result", "type": "string"}}, "required": ["result"],
-        "title": "balanceOutput"}
+        "type": "object",
+        "properties": {"result": {"title": "Result", "type": "string"}},
+        "required": ["result"],
+        "title": "balanceOutput",
+    }
     assert waiting.is_error is False and text_of(waiting).startswith("PENDING_APPROVAL:")
     assert (waiting.meta or {}).get("gate/outcome") == "PENDING_APPROVAL"
     assert paid_before == 0

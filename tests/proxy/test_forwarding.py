@@ -37,8 +37,10 @@ def events(db: Path) -> list[tuple[str, str]]:
     store = Store.open_readonly(str(db))
     try:
         with store.read() as conn:
-            rows = conn.execute("SELECT r.status, e.type FROM events e JOIN runs r ON r.id = e.run_id"
-                                " WHERE e.type LIKE 'passthrough.%' ORDER BY e.rowid").fetchall()
+            rows = conn.execute(
+                "SELECT r.status, e.type FROM events e JOIN runs r ON r.id = e.run_id"
+                " WHERE e.type LIKE 'passthrough.%' ORDER BY e.rowid"
+            ).fetchall()
     finally:
         store.close()
     return [(row[0], row[1]) for row in rows]
@@ -69,12 +71,17 @@ async def test_a_request_goes_to_the_host_only_when_it_declared_the_capability(
         assert "result" in answer
     else:
         capability = method.split("/")[0].replace("createMessage", "")
-        assert answer["error"]["code"] == -32601 and f"declared no {capability} capability" in answer["error"]["message"]
+        assert (
+            answer["error"]["code"] == -32601 and f"declared no {capability} capability" in answer["error"]["message"]
+        )
     assert events(tmp_path / "db") == [("COMPLETED" if asked else "FAILED", "passthrough.server_request")]
     assert (untrusted.source is not None) == tainted
     if tainted:
-        assert untrusted.source == {"server": "web", "tool": "sampling/createMessage from web to the host",
-                                    "run_id": untrusted.source["run_id"]}
+        assert untrusted.source == {
+            "server": "web",
+            "tool": "sampling/createMessage from web to the host",
+            "run_id": untrusted.source["run_id"],
+        }
 
 
 async def test_an_answer_that_cannot_be_recorded_is_withheld_from_the_server(tmp_path: Path) -> None:
@@ -84,6 +91,10 @@ async def test_an_answer_that_cannot_be_recorded_is_withheld_from_the_server(tmp
     forwarding = Forwarding("s", store, WALL, Host("sampling"), None, lines.append)  # type: ignore[arg-type]
     with anyio.fail_after(10):
         answer = await forwarding.relay("web", "sampling/createMessage", None)
-    assert answer == {"error": {"code": -32603,
-                                "message": "the relayed request could not be recorded, so the host's answer is withheld"}}
+    assert answer == {
+        "error": {
+            "code": -32603,
+            "message": "the relayed request could not be recorded, so the host's answer is withheld",
+        }
+    }
     assert len(lines) == 1 and "sampling/createMessage from web to the host: not recorded" in lines[0]
