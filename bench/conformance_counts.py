@@ -1,5 +1,6 @@
 """Prints how many of the conformance suite's server scenarios pass through the stdio-to-HTTP bridge
-alone and through the proxy, and why each failing one failed (run from the repository root):
+alone, through the proxy, and through the proxy with the server's sampling and elicitation
+forwarded (``"forward"``, issue 25), and why each failing one failed (run from the repository root):
 
     AGENTRT_NODE_MODULES=.../node_modules PATH=<node's bin>:$PATH python bench/conformance_counts.py
 
@@ -28,9 +29,14 @@ def main() -> int:
         root = Path(scratch)
         with bridge(server_command(), env) as url:
             alone = run_suite(url, root / "alone", env)
-        with bridge(proxy_command(root / "proxy", [sys.executable, "-m", "agentrt_proxy"], env), env) as url:
+        program = [sys.executable, "-m", "agentrt_proxy"]
+        with bridge(proxy_command(root / "proxy", program, env), env) as url:
             proxied = run_suite(url, root / "proxied", env)
-    for label, found in (("bridge alone", alone), ("through the proxy", proxied)):
+        forward = ("sampling", "elicitation")
+        with bridge(proxy_command(root / "forwarding", program, env, forward), env) as url:
+            forwarded = run_suite(url, root / "forwarded", env)
+    runs = (("bridge alone", alone), ("through the proxy", proxied), ("through the proxy, forwarding", forwarded))
+    for label, found in runs:
         passed = sorted(name for name, s in found.items() if s.passed)
         print(f"{label}: {len(passed)} of {len(found)} scenarios pass")
         for name, scenario in sorted(found.items()):

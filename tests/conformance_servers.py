@@ -80,10 +80,13 @@ def server_command() -> list[str]:
     return [sys.executable, str(SERVER)]
 
 
-def proxy_command(directory: Path, program: Sequence[str], env: Mapping[str, str]) -> list[str]:
-    """Configure and pin the proxy in front of the fixture server; the command that serves it."""
+def proxy_command(
+    directory: Path, program: Sequence[str], env: Mapping[str, str], forward: Sequence[str] = ()
+) -> list[str]:
+    """Configure and pin the proxy in front of the fixture server (relaying the server's requests
+    ``forward`` names to the host); the command that serves it."""
     directory.mkdir(parents=True, exist_ok=True)
-    server = {
+    server: dict[str, object] = {
         "name": "conf",
         "command": server_command(),
         "manifest": "conf.manifest.json",
@@ -92,6 +95,8 @@ def proxy_command(directory: Path, program: Sequence[str], env: Mapping[str, str
         "prompt_names": {name: name for name in PROMPTS},
         "rules": {name: {"side_effect": "read_only", "timeout": "30s", "rename": name} for name in TOOLS},
     }
+    if forward:
+        server["forward"] = list(forward)
     config = directory / "proxy.json"
     document = {"database": "proxy.db", "session": "conformance", "hold": "0s", "servers": [server]}
     config.write_text(json.dumps(document, indent=2))

@@ -36,6 +36,7 @@ from agentrt_proxy.config.model import (
     DEFAULT_REPEAT_WINDOW,
     DEFAULT_STATUS_TOOL,
     DEFAULT_TTL,
+    FORWARDABLE,
     MAX_MAX_MESSAGE_BYTES,
     MAX_MAX_RESULT_BYTES,
     MIN_LEASE_TTL,
@@ -312,6 +313,7 @@ def _servers(
         prompts = entry.boolean("prompts")
         prompt_names_value = entry.get("prompt_names")
         trust_value = entry.string("trust")
+        forward_value = entry.get("forward")
         entry.finish()
 
         if not name:
@@ -354,9 +356,27 @@ def _servers(
                 prompt_names=prompt_names,
                 max_message_bytes=max_message_bytes,
                 trust=budget_fields.trust(name, trust_value, errors.fail),
+                forward=_forward(name, forward_value, errors),
             )
         )
     return tuple(servers)
+
+
+def _forward(name: str, value: Any, errors: _Errors) -> tuple[str, ...]:
+    """Which of the server's requests go to the host: some of ``FORWARDABLE``, each once."""
+    if value is None:
+        return ()
+    q = go_quote(name)
+    if not isinstance(value, list):
+        errors.fail(f"server {q}: forward must be an array of {' or '.join(map(go_quote, FORWARDABLE))}")
+    for item in value:
+        text = isinstance(item, str) and not isinstance(item, Number)
+        if not text or item not in FORWARDABLE:
+            shown = go_quote(item) if text else canonical.policy_text(item)
+            errors.fail(f"server {q}: forward: {shown} is not one of {', '.join(map(go_quote, FORWARDABLE))}")
+        if value.count(item) > 1:
+            errors.fail(f"server {q}: forward names {go_quote(item)} twice")
+    return tuple(value)
 
 
 def _prompt_names(name: str, value: Any, prompts: bool, errors: _Errors) -> dict[str, str]:

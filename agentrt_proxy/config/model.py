@@ -21,6 +21,7 @@ from agentrt_proxy.errors import ConfigurationError
 READ_ONLY = "read_only"
 SIDE_EFFECTS = (READ_ONLY, "local_mutation", "remote_mutation", "destructive")
 OUTCOMES = ("allow", "require_approval", "deny")
+FORWARDABLE = ("elicitation", "sampling")  # what a server's "forward" may name
 DEFAULT_POLICY: dict[str, str] = {
     READ_ONLY: "allow",
     "local_mutation": "allow",
@@ -41,15 +42,18 @@ MIN_LEASE_TTL = 3 * SECOND
 DEFAULT_CONNECT_TIMEOUT = 30 * SECOND
 DEFAULT_STATUS_TOOL = "gate_status"
 # The largest upstream message (a stdio line, an HTTP body) the proxy takes in; a larger one is
-# refused and its connection reset, so a server cannot make the proxy hold more than this.
-DEFAULT_MAX_MESSAGE_BYTES = 16 << 20
+# never held, so a server cannot make the proxy hold more than this. Sized for real use (decision 0015):
+# a result at max_result_bytes whose text the server sends twice (in a block and in its structured
+# content, as the npm filesystem server does), with room for JSON escapes and the envelope.
+DEFAULT_MAX_MESSAGE_BYTES = 80 << 20
 MIN_MAX_MESSAGE_BYTES = 64 << 10  # an initialize answer or a tools/list page must still fit
 MAX_MAX_MESSAGE_BYTES = 1 << 30
-# A tool's result, as recorded and answered, is capped at this many bytes of its canonical form
-# (docs/decisions/0015). The floor leaves room for the block that says a result was capped; the
-# ceiling keeps a recorded step (whose store form may escape a character in six bytes) within
-# SQLite's default limit of 10^9 bytes a value.
-DEFAULT_MAX_RESULT_BYTES = 8 * 1024 * 1024
+# A tool's result, as recorded and answered, is at most this many bytes of its canonical form, a
+# text the server sent twice counted once (docs/decisions/0015); a larger one is refused, never cut.
+# 32 MiB by default: a 20 MiB source file or log read whole (decision 0015). The ceiling keeps a recorded
+# step (whose store form may escape a character in six bytes) within SQLite's default limit of
+# 10^9 bytes a value.
+DEFAULT_MAX_RESULT_BYTES = 32 * 1024 * 1024
 MIN_MAX_RESULT_BYTES = 1024
 MAX_MAX_RESULT_BYTES = 128 * 1024 * 1024
 POLICY_ID_PREFIX = "agentrt-proxy/sha256:"
@@ -133,6 +137,9 @@ class ServerConfig:
     prompts: bool = False
     prompt_names: dict[str, str] = field(default_factory=dict)  # a prompt's own name -> the host's name
     trust: str = UNTRUSTED  # "trusted" only when the operator says so
+    # The server's requests the proxy relays to the host (docs/hosts.md, "forward"): "elicitation",
+    # "sampling"; every other request of a server is refused at once.
+    forward: tuple[str, ...] = ()
 
     # The top-level max_message_bytes, copied onto each server so whatever connects one needs
     # nothing else of the configuration.

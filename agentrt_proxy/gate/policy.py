@@ -136,6 +136,15 @@ class ProxyPolicy:
             return DENY, REASON_NO_POLICY.format(cls=tool.side_effect)
         return outcome, REASON_CLASS.format(cls=tool.side_effect, outcome=outcome)
 
+    def simply_allows(self, name: str) -> bool:
+        """Whether every call of the tool ``name`` is allowed as it comes: its outcome is
+        ``allow`` and no guard (a budget, the clean-context rule) can ask or refuse. Any other
+        tool's calls may be answered in the proxy's prose (PENDING_APPROVAL, DENIED, …)."""
+        tool = self.tools.get(name)
+        if tool is None or self.decide(tool)[0] != ALLOW:
+            return False
+        return self.guards is None or not (self.guards.budgets.covers(name) or name in self.guards.clean)
+
     def evaluate(self, request: ToolRequest, view: RunView) -> PolicyDecision:
         tool = self.tools.get(request.spec.name)
         if tool is None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,7 +36,7 @@ from agentrt_proxy.mcp.errors import (
 from agentrt_proxy.mcp.framing import Oversize
 from agentrt_proxy.mcp.jsonrpc import METHOD_NOT_FOUND, DecodeFailure, ErrorResponse, Notification, Request, Response
 from agentrt_proxy.mcp.outcomes import NoAnswer, NoAnswerKind, NotSent, Refused, RpcError, ToolOutcome
-from agentrt_proxy.mcp.oversize import answer_id
+from agentrt_proxy.mcp.oversize import answer_id, too_long, whole_characters
 from agentrt_proxy.mcp.results import map_result
 from agentrt_proxy.mcp.spans import SpanError, find_span, iter_elements, top_level_id
 from agentrt_proxy.mcp.spec import (
@@ -54,10 +54,16 @@ __all__ = ["Connection", "ListedTool", "ProgressCallback", "open_connection"]
 
 ProgressCallback = Callable[[float, float | None, str | None], None]
 
-# What a server may ask of its client. This client declares no client capabilities and offers
+# What a server may ask of its client. This client declares no client capabilities (but those a
+# server's ``forward`` names, relayed by ``request_handlers``: docs/hosts.md, "forward") and offers
 # none of them: there is no model to sample, no user to ask and no roots behind the proxy.
 NOT_OFFERED = ("sampling/createMessage", "elicitation/create", "roots/list")
 MSG_NOT_OFFERED = "the agentrt-proxy client offers no sampling, elicitation or roots: {method} is refused"
+# The capability a server's request needs, as ``forward`` and the client's capabilities name it.
+FORWARDED_BY = {"sampling/createMessage": "sampling", "elicitation/create": "elicitation"}
+# A relay of a server's request: (server's method, its params) -> the answer's ``result`` or
+# ``error`` member, as a dict ({"result": ...} or {"error": {"code", "message"}}).
+RequestHandler = Callable[[str, dict[str, Any] | None], Awaitable[dict[str, Any]]]
 
 
 @dataclass(frozen=True)
@@ -124,6 +130,9 @@ class Connection:
         # What the layers above do with the server's other notifications, by method (a log
         # message, a changed list, a resource update); called on the event loop, must not block.
         self.notification_handlers: dict[str, Callable[[Notification], None]] = {}
+        # Who relays the server's requests its ``forward`` names, by method (shared across
+        # restarts like the notification handlers); a request with none is refused.
+        self.request_handlers: dict[str, RequestHandler] = {}
         if hasattr(transport, "is_answered"):
             transport.is_answered = self._is_answered  # an HTTP stream that ends early is resumed
 
@@ -159,23 +168,21 @@ class Connection:
         self._notification(decoded)
 
     def _oversize(self, line: Oversize) -> None:
-        """A message past max_message_bytes (the transport resets the connection): the answer to
-        the call it names is refused, as an answer that broke the boundary; when it names none,
-        every call in flight fails as a protocol failure. Nothing more is sent on the session."""
-        reason = f"the server sent a message of more than {line.limit} bytes (max_message_bytes)"
-        if self._dead is None:
-            self._dead = f"{reason}: the connection was reset"
+        """A message past max_message_bytes, skipped by the transport (the server keeps running):
+        the answer to the call it names is refused, as an answer that broke the boundary, naming
+        its size once its end has come; when it names none, every call in flight fails as a
+        protocol failure. Other calls go on."""
         msg_id = answer_id(line.head, line.tail)
         if msg_id is not None:  # (reported twice, a line named at its beginning is named at its end)
             pending = self._pending.get(msg_id)
             if pending is not None and pending.answer is None and pending.failure is None:
                 # What the record keeps of it: its first bytes.
-                reason = f"the answer is longer than {line.limit} bytes (max_message_bytes)"
-                pending.answer = _Undecodable(reason, _whole_characters(line.head))
+                pending.answer = _Undecodable(too_long(line), whole_characters(line.head))
                 pending.done.set()
             return
         if line.tail is None:
             return  # its end may still name the call
+        reason = f"the server sent a message of {line.size} bytes, over the limit of {line.limit} (max_message_bytes)"
         for pending in self._pending.values():
             if pending.answer is None and pending.failure is None:
                 pending.failure = TransportError(f"{reason}, naming no request it answers")
@@ -200,10 +207,15 @@ class Connection:
         pending.on_progress(progress, _number(note.params.get("total")), message if isinstance(message, str) else None)
 
     async def _answer_server_request(self, req: Request) -> None:
-        # Answered at once, whatever the method: a server waiting on its client would hold the
-        # call that made it ask until that call timed out.
+        # Answered at once, whatever the method (a server waiting on its client would hold the
+        # call that made it ask until that call timed out), but a request the server's
+        # ``forward`` names while a relay is set: that one waits for the host's answer.
+        relay = self.request_handlers.get(req.method) if FORWARDED_BY.get(req.method) in self.spec.forward else None
         if req.method == "ping":
             answer = jsonrpc.result(req.id, {})
+        elif relay is not None:  # waits on the host: the server asked for exactly that
+            relayed = await relay(req.method, req.params)
+            answer = {"jsonrpc": "2.0", "id": req.id, **relayed}
         elif req.method in NOT_OFFERED:
             answer = jsonrpc.error(req.id, METHOD_NOT_FOUND, MSG_NOT_OFFERED.format(method=req.method), req.method)
         else:
@@ -344,7 +356,11 @@ class Connection:
     async def _initialize(self, *, renewal: bool = False) -> None:
         answer = await self._roundtrip(
             "initialize",
-            {"protocolVersion": CLIENT_PROTOCOL_VERSION, "capabilities": {}, "clientInfo": dict(CLIENT_INFO)},
+            {
+                "protocolVersion": CLIENT_PROTOCOL_VERSION,
+                "capabilities": {name: {} for name in self.spec.forward},
+                "clientInfo": dict(CLIENT_INFO),
+            },
             renewal=renewal,
         )
         result = answer.result if isinstance(answer.result, dict) else {}
@@ -512,16 +528,6 @@ class Connection:
         """End the session; safe twice and while a call is in flight (it fails at once)."""
         self._on_closed("connection closed")
         await self._transport.aclose()
-
-
-def _whole_characters(head: bytes) -> bytes:
-    """``head`` without a UTF-8 character the cut split at its end (so the record keeps text)."""
-    try:
-        head.decode("utf-8")
-    except UnicodeDecodeError as err:
-        if err.reason == "unexpected end of data":
-            return head[: err.start]
-    return head
 
 
 def _make_transport(spec: ServerSpec, tg: anyio.abc.TaskGroup) -> Transport:

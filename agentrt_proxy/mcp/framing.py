@@ -160,6 +160,11 @@ class BoundedLineBuffer:
         """Bytes held that do not yet form a whole line."""
         return len(self._buf)
 
+    @property
+    def skipping(self) -> int:
+        """How many bytes of the over-long line under way were seen (0 when none is being skipped)."""
+        return self._skipping.size if self._skipping is not None else 0
+
 
 def _whole_json(line: bytes) -> bool:
     try:

@@ -20,7 +20,9 @@ from __future__ import annotations
 import json
 import re
 
-__all__ = ["answer_id", "partial_id"]
+from agentrt_proxy.mcp.framing import Oversize
+
+__all__ = ["answer_id", "partial_id", "too_long", "whole_characters"]
 
 _WS = re.compile(r"[ \t\n\r]*")
 _SCAN = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
@@ -94,3 +96,22 @@ def partial_id(head: bytes) -> int | str | None:
     if isinstance(ident, str):
         return ident
     return _request_id(ident)
+
+
+def too_long(line: Oversize) -> str:
+    """Why an answer past max_message_bytes was refused: its size once its end has come."""
+    mib = 1 << 20
+    limit = f"the limit of {line.limit} bytes ({line.limit / mib:.1f} MiB, max_message_bytes)"
+    if line.tail is None:
+        return f"the answer is longer than {limit}; it was skipped, not read"
+    return f"the answer is {line.size} bytes ({line.size / mib:.1f} MiB), over {limit}; it was skipped, not read"
+
+
+def whole_characters(head: bytes) -> bytes:
+    """``head`` without a UTF-8 character the cut split at its end (so the record keeps text)."""
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as err:
+        if err.reason == "unexpected end of data":
+            return head[: err.start]
+    return head

@@ -5,8 +5,11 @@ A result that is not an error is recorded as the server's own fields: its ``cont
 (every block, in order, with its annotations and ``_meta``), its ``structuredContent`` beside
 it (never instead of it) and its ``_meta``. Each is taken from the raw answer text and written
 in the canonical schema form (keys sorted, every number's value kept: a literal beyond float64
-survives), so what is recorded is exactly what the host is answered. The whole is capped at
-``cap`` bytes of that form (``result_cap``); a capped result ends with a text block saying so.
+survives), so what is recorded is exactly what the host is answered. A text the server sent
+twice (a block and a string of its structured content) is recorded once (``shared_text``). A
+result larger than ``cap`` bytes of that form (``max_result_bytes``) is never cut: it is refused
+with a reason naming its size and the setting, recorded as the server's answer (so a tool that
+is not read-only is known to have executed).
 
 An ``isError`` result is recorded, as before, as its text: the text blocks joined, every other
 block a short placeholder (``mapped_text``), at most ``ERROR_TEXT_BYTES``; the tool's
@@ -25,21 +28,25 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentrt_proxy import canonical
+from agentrt_proxy.canonical.encoder import SCHEMA, encode
 from agentrt_proxy.canonical.schema_form import SchemaFormError, canonical_schema, encode_string, parse_form
 from agentrt_proxy.mcp.outcomes import CALL_TOOL_RESULT, Refused, Result
-from agentrt_proxy.mcp.result_cap import Pieces, cap_pieces, longest_prefix
+from agentrt_proxy.mcp.result_cap import Pieces, longest_prefix, size_of
+from agentrt_proxy.mcp.shared_text import SHARED_KEY, entries_size, expand, share
 from agentrt_proxy.mcp.spans import SpanError, find_span, iter_elements, iter_members
 
 __all__ = [
     "ERROR_TEXT_BYTES",
     "INPUT_REQUIRED",
     "TEXT_LIMIT",
+    "TOO_LARGE_HEAD_BYTES",
     "TRUNCATION_MARKER",
     "InputRequired",
     "cap_text",
     "map_result",
     "mapped_text",
     "recorded_text",
+    "too_large",
 ]
 
 TRUNCATION_MARKER = "\n[truncated]"
@@ -51,6 +58,9 @@ ERROR_TEXT_BYTES = 64 * 1024
 # The short text of a result (DUPLICATE's quote, ``Result.text``): at most this many characters.
 TEXT_LIMIT = 64 * 1024
 _FIELD_LIMIT = 200  # a URI or a MIME type inside a placeholder
+# Of a result refused as too large, what the record keeps: its answer's first characters.
+TOO_LARGE_HEAD_BYTES = 4096
+_MIB = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -141,6 +151,7 @@ def recorded_text(record: Any, limit: int = TEXT_LIMIT) -> str:
     says, or, when it has no blocks, its structured content as JSON text."""
     if not isinstance(record, dict):
         return ""
+    record = expand(record)
     blocks = record.get("content")
     if (not isinstance(blocks, list) or not blocks) and record.get("structuredContent") is not None:
         return canonical.policy_text(record["structuredContent"])[:limit]
@@ -198,17 +209,40 @@ def map_result(server: str, remote: str, result: Any, answer_text: str, cap: int
         return pieces
     if result.get("isError") is True:
         return _error(server, remote, result.get("content"), pieces.structured, cap)
-    capped = cap_pieces(pieces, cap)
-    record: dict[str, Any] = {"content": [parse_form(block) for block in capped.blocks]}
-    if capped.structured is not None:
-        record["structuredContent"] = parse_form(capped.structured)
-    if capped.meta is not None:
-        record["_meta"] = parse_form(capped.meta)
-    summary = f"{server}/{remote}: {capped.size} bytes"
-    if capped.truncated:
-        summary += ", truncated"
-    text = recorded_text(record)
-    return Result(record, text, summary, False, capped.truncated, CALL_TOOL_RESULT)
+    blocks = [parse_form(block) for block in pieces.blocks]
+    structured = parse_form(pieces.structured) if pieces.structured is not None else None
+    kept, entries = share(blocks, structured)
+    recorded = [
+        raw if tree is block else _tree_form(tree) for raw, block, tree in zip(pieces.blocks, blocks, kept, strict=True)
+    ]
+    size = size_of(Pieces(recorded, pieces.structured, pieces.meta)) + entries_size(entries)
+    if size > cap:
+        return Refused(too_large(size, cap), _head(answer_text))
+    record: dict[str, Any] = {"content": kept}
+    if structured is not None:
+        record["structuredContent"] = structured
+    if pieces.meta is not None:
+        record["_meta"] = parse_form(pieces.meta)
+    if entries:
+        record[SHARED_KEY] = entries
+    summary = f"{server}/{remote}: {size} bytes"
+    return Result(record, recorded_text(record), summary, False, False, CALL_TOOL_RESULT)
+
+
+def too_large(size: int, cap: int) -> str:
+    """Why a result over ``max_result_bytes`` was refused, naming its size and the setting."""
+    return (
+        f"the result is {size} bytes ({size / _MIB:.1f} MiB) as recorded, over the limit of {cap} bytes "
+        f"({cap / _MIB:.1f} MiB, max_result_bytes); it was neither recorded nor passed on, and never cut"
+    )
+
+
+def _tree_form(tree: Any) -> bytes:
+    return encode(tree, SCHEMA).encode("utf-8")
+
+
+def _head(answer_text: str) -> bytes:
+    return answer_text[:TOO_LARGE_HEAD_BYTES].encode("utf-8", "replace")
 
 
 def _error(server: str, remote: str, content: Any, structured: bytes | None, cap: int) -> Result:

@@ -25,6 +25,7 @@ import anyio.abc
 from agentrt_proxy.errors import AgentrtError
 from agentrt_proxy.mcp import jsonrpc, modern, tasks_wire
 from agentrt_proxy.mcp.bounded_lines import BoundedLines, Oversized
+from agentrt_proxy.mcp.host_requests import HostRequests
 from agentrt_proxy.mcp.jsonrpc import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -166,6 +167,7 @@ class ServerSession:
         self.log_level: str | None = None  # the host's logging/setLevel; None: every message goes
         self.initialized = anyio.Event()  # set at notifications/initialized
         self.input_closed = anyio.Event()  # set when the host's stream reaches EOF
+        self.host_requests = HostRequests(self.send)  # a server's sampling or elicitation, relayed
 
     # ------------------------------------------------------------------ output
 
@@ -261,7 +263,8 @@ class ServerSession:
                 return jsonrpc.error(msg.id, INVALID_REQUEST, jsonrpc.error_message(INVALID_REQUEST))
             return None  # e.g. a stray response: nothing to answer
         if isinstance(msg, (Response, ErrorResponse)):
-            return None  # this session never sends requests to the host, so nothing to match
+            self.host_requests.answered(msg)  # an answer to a request of ours, or nothing to match
+            return None
         if isinstance(msg, Notification):
             self._notification(msg)
             return None
@@ -444,6 +447,8 @@ class ServerSession:
         version = negotiate_version(params.get("protocolVersion"))
         capabilities = await self._capabilities(version=version)
         self.protocol_version = version
+        declared = params.get("capabilities")
+        self.host_requests.capabilities = declared if isinstance(declared, dict) else {}
         result: dict[str, Any] = {
             "protocolVersion": self.protocol_version,
             "capabilities": capabilities,

@@ -22,11 +22,11 @@ __all__ = [
     "child_env",
 ]
 
-DEFAULT_MAX_CONTENT_BYTES = 8 * 1024 * 1024  # a result's cap; the configuration's max_result_bytes default
+DEFAULT_MAX_CONTENT_BYTES = 32 * 1024 * 1024  # a result's cap; the configuration's max_result_bytes default
 MAX_TOOL_PAGES = 100
 MAX_TOOLS = 1000
 DEFAULT_CONNECT_TIMEOUT_NS = 30 * 1_000_000_000
-DEFAULT_MAX_MESSAGE_BYTES = 16 << 20  # the configuration's max_message_bytes, by default
+DEFAULT_MAX_MESSAGE_BYTES = 80 << 20  # the configuration's max_message_bytes, by default
 MAX_RESPONSE_BODY_BYTES = DEFAULT_MAX_MESSAGE_BYTES  # the HTTP transport's default body cap
 STDERR_TAIL_BYTES = 4096
 CLIENT_INFO = {"name": "agent-runtime", "version": "0.1.0"}
@@ -45,8 +45,9 @@ class ServerSpec:
 
     ``headers`` are static HTTP headers (e.g. ``Authorization``); they are sent on
     every request and never logged or put into error text. ``max_message_bytes`` bounds one
-    message from the server (a stdio line, an HTTP body): a larger one is refused and its
-    connection reset.
+    message from the server (a stdio line, an HTTP body): a larger one is refused, never held.
+    ``forward`` names the server's requests the client declares and relays (``"sampling"``,
+    ``"elicitation"``) to whoever set ``Connection.request_handlers``; every other is refused.
     """
 
     name: str
@@ -57,6 +58,7 @@ class ServerSpec:
     headers: Mapping[str, str] = field(default_factory=dict)
     connect_timeout_ns: int = 0  # 0: DEFAULT_CONNECT_TIMEOUT_NS
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    forward: Sequence[str] = ()
 
     def validate(self) -> None:
         """Raise ``ServerSpecError`` with the original's wording for an unusable entry."""

@@ -7,10 +7,13 @@ transports. Its stderr is always drained (a full pipe would block it) and only t
 4096 bytes are kept, for error messages; it is never copied anywhere else.
 
 Its stdout is framed in lines of at most ``max_message_bytes`` (``framing``). A longer line is
-handed on as an ``Oversize`` and the connection is reset: the server is closed (stdout still
-read to the end, so the line's end, where its id may be, can arrive), and whoever supervises
-it starts it again. A partial line is dropped when the call it answers times out
-(``drop_partial``), so it never outlives its call.
+handed on as an ``Oversize`` (when it passes the bound, and at its end) and skipped to its end,
+the server left running: the call it answers gets a clear error, every other call goes on
+(decision 0015; a server answering a big file must not be restarted for it). Only a line
+that goes on past ``SKIP_FACTOR`` times the bound is taken as one that will never end: then the
+connection is reset (the server is closed, and whoever supervises it starts it again). A
+partial line is dropped when the call it answers times out (``drop_partial``), so it never
+outlives its call.
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import anyio.abc
 from agentrt_proxy.canonical.quoting import go_escape, go_quote
 from agentrt_proxy.mcp import spawn
 from agentrt_proxy.mcp.errors import NotSentError, SessionClosed, TransportError
-from agentrt_proxy.mcp.framing import BoundedLineBuffer, Oversize
+from agentrt_proxy.mcp.framing import BoundedLineBuffer
 from agentrt_proxy.mcp.oversize import partial_id
 from agentrt_proxy.mcp.spec import DEFAULT_MAX_MESSAGE_BYTES, STDERR_TAIL_BYTES
 from agentrt_proxy.mcp.transport import Deliver, OnClosed
@@ -38,6 +41,7 @@ STDERR_WAIT = 2.0  # how long a failure waits for a dead server's stderr to clos
 CLOSE_GRACE = 2.0  # after closing stdin, and again after SIGTERM
 READ_CHUNK = 1 << 16
 EXIT_POLL = (0.001, 0.05)  # waiting for the exit: the first and the longest pause between looks
+SKIP_FACTOR = 16  # an over-long line past this many times max_message_bytes: the server is reset
 
 
 class StdioTransport:
@@ -52,6 +56,7 @@ class StdioTransport:
     ):
         self._server = server
         self._lines = BoundedLineBuffer(max_message_bytes)
+        self._skip_ceiling = SKIP_FACTOR * max_message_bytes
         self._reset: str | None = None  # why the reader reset the connection
         self._command = list(command)
         self._env = env
@@ -108,8 +113,8 @@ class StdioTransport:
             while chunk := await stdout.read(READ_CHUNK):
                 for line in buffer.feed(chunk):
                     deliver(line)
-                    if isinstance(line, Oversize) and line.tail is None:
-                        self._reset_for(line)
+                if buffer.skipping > self._skip_ceiling:
+                    self._reset_for(buffer.skipping)
         except (OSError, ValueError):
             pass
         finally:
@@ -122,12 +127,12 @@ class StdioTransport:
         else:
             on_closed("connection closed" if self._closing else "the server closed the connection")
 
-    def _reset_for(self, line: Oversize) -> None:
-        """Close the server after a line past the bound; reading goes on until its stdout ends."""
+    def _reset_for(self, skipped: int) -> None:
+        """Close the server whose over-long line does not end; reading goes on until its stdout ends."""
         if self._reset is None and not self._close_started:
             self._reset = (
-                f"the server sent a message of more than {line.limit} bytes (max_message_bytes): "
-                "the connection was reset"
+                f"the server sent more than {skipped} bytes in one message, over {SKIP_FACTOR} times "
+                "max_message_bytes, without ending it: the connection was reset"
             )
             self._tg.start_soon(self.aclose)
 

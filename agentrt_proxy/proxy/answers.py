@@ -14,6 +14,7 @@ from typing import Any
 from agentrt_proxy import canonical
 from agentrt_proxy.mcp import RawJSON
 from agentrt_proxy.mcp.outcomes import CALL_TOOL_RESULT
+from agentrt_proxy.mcp.shared_text import expand
 from agentrt_proxy.text import model_text
 
 
@@ -65,6 +66,7 @@ def tool_result(content: Any, form: str = "", *, untrusted: bool = False) -> dic
 def _passed_through(record: dict[str, Any], untrusted: bool = False) -> dict[str, Any]:
     # Written as literal JSON: the record's numbers are literals (``canonical.Number``), which
     # the wire's encoder would otherwise write as strings.
+    record = expand(record)  # a text the server sent twice is recorded once (mcp.shared_text)
     blocks = record.get("content")
     result: dict[str, Any] = {"content": RawJSON(canonical.policy_text(blocks if isinstance(blocks, list) else []))}
     if record.get("structuredContent") is not None:

@@ -1,4 +1,5 @@
-"""The proxy's way to tell the host something nobody asked for: a notification.
+"""The proxy's way to tell the host something nobody asked for: a notification, or a server's
+request relayed to it (``declares``, ``request``: a server's ``forward``).
 
 Upstream servers send notifications of their own (log messages, resource updates, changed
 lists) at any time, and the proxy relays some of them to its host. The host's session is
@@ -12,7 +13,16 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 
+class _Asks(Protocol):
+    def declares(self, capability: str) -> bool: ...
+
+    async def request(self, method: str, params: dict[str, Any] | None, timeout: float) -> dict[str, Any]: ...
+
+
 class _Sends(Protocol):
+    @property
+    def host_requests(self) -> _Asks: ...
+
     async def notify(self, method: str, params: dict[str, Any] | None = None) -> None: ...
 
 
@@ -31,3 +41,13 @@ class HostLink:
         """Send one notification to the host, or nothing when there is no host to send to."""
         if self._session is not None:
             await self._session.notify(method, params)
+
+    def declares(self, capability: str) -> bool:
+        """Whether the host declared ``capability`` (``sampling``, ``elicitation``) at initialize."""
+        return self._session is not None and self._session.host_requests.declares(capability)
+
+    async def request(self, method: str, params: dict[str, Any] | None, timeout: float) -> dict[str, Any]:
+        """Ask the host (a server's request, relayed): its answer's ``result`` or ``error`` member.
+        Only after ``declares`` said yes, so a session is bound."""
+        assert self._session is not None
+        return await self._session.host_requests.request(method, params, timeout)

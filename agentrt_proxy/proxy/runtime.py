@@ -78,6 +78,14 @@ class Runtime:
         for entry in unpriced(config.servers, config.budgets):  # loud, at the start of every process
             write_stderr(operator_text.unpriced_budget(*entry))
         untrusted = UntrustedSource.from_config(config)
+        from agentrt_proxy.proxy.forwarding import Forwarding
+
+        # The servers' sampling and elicitation, for those that opted in (``forward``).
+        self.forwarding = Forwarding(config.session, store, clock, host, untrusted, write_stderr)
+        for held in opened.connections:
+            target = held if hasattr(held, "request_handlers") else getattr(held, "connection", None)
+            if target is not None and held.server.forward:
+                self.forwarding.install(held.server.name, held.server.forward, target.request_handlers)
         guarded = Guarded(self.policy.guards, store, clock, untrusted) if self.policy.guards is not None else None
         self.gate = Gate(
             store,
@@ -153,9 +161,9 @@ class Runtime:
             entry: dict[str, Any] = {"name": t.name, **t.display.fields()}
             entry["description"] = t.description
             entry["inputSchema"] = RawJSON(t.schema_text)
-            if t.output_schema is not None:
+            if t.output_schema is not None and self._declares_output_schema(t):
                 entry["outputSchema"] = RawJSON(t.output_schema)
-            entry["annotations"] = annotations_for(t.side_effect)
+            entry["annotations"] = annotations_for(t.side_effect, t.display.hints)
             listed.append(entry)
         listed.append(
             {
@@ -187,9 +195,17 @@ class Runtime:
                          when_pending: Any = None) -> dict[str, Any]:
         """A call through the rules; ``when_pending`` as ``CallRules.handle`` takes it."""
         result = await self.rules.handle(tool, arguments_text, ctx, when_pending)
-        if tool.output_schema is None or result.get("resultType") == "task":
+        if not self._declares_output_schema(tool) or result.get("resultType") == "task":
             return result
         return answers.for_output_schema(result)
+
+    def _declares_output_schema(self, tool: Any) -> bool:
+        """Whether the host is shown the tool's ``outputSchema``: only when the policy simply
+        allows it. A validating host refuses prose that does not match the schema unless it is
+        an error, and any other tool's answers may be prose (PENDING_APPROVAL, …) that is no
+        error: such a tool is offered without its schema, so those answers keep ``isError:
+        false``; its structured results still pass as ``structuredContent`` (docs/hosts.md)."""
+        return tool.output_schema is not None and self.policy.simply_allows(tool.name)
 
     def _status(self, arguments_text: str | None) -> dict[str, Any]:
         from agentrt_proxy.proxy.status import (  # imported by open_runtime

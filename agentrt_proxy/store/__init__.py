@@ -6,7 +6,7 @@ the store's errors. Code outside the package imports these names from here.
 """
 
 from agentrt_proxy.store import holds
-from agentrt_proxy.store.audit import PROMPT_GET, RESOURCE_READ, PassthroughRead, record_passthrough
+from agentrt_proxy.store.audit import PROMPT_GET, RESOURCE_READ, SERVER_REQUEST, PassthroughRead, record_passthrough
 from agentrt_proxy.store.chain import ChainBreak, chain_hash
 from agentrt_proxy.store.errors import (
     ApprovalChanged,
@@ -108,6 +108,7 @@ __all__ = [
     "RESUMABLE",
     "RUNNING",
     "RUN_INTERRUPTED",
+    "SERVER_REQUEST",
     "STEP_FAILED",
     "STEP_INTERRUPTED",
     "TASK_CANCELLED",

@@ -1,4 +1,5 @@
-"""The audit record of a passed-through read: a ``resources/read`` or a ``prompts/get``.
+"""The audit record of a passed-through read: a ``resources/read`` or a ``prompts/get``; and of a
+server's request relayed to the host (``sampling/createMessage``, ``elicitation/create``).
 
 The event chain belongs to runs (``events.run_id`` references ``runs``), and the runtime's
 operator tools read runs. So each read is a run of its own, written whole in one transaction:
@@ -19,11 +20,12 @@ from agentrt_proxy.store.ids import new_id
 from agentrt_proxy.store.states import COMPLETED, FAILED, RUNNING
 from agentrt_proxy.store.store import Store
 
-__all__ = ["PROMPT_GET", "RESOURCE_READ", "PassthroughRead", "record_passthrough"]
+__all__ = ["PROMPT_GET", "RESOURCE_READ", "SERVER_REQUEST", "PassthroughRead", "record_passthrough"]
 
 RESOURCE_READ = "passthrough.resource_read"
 PROMPT_GET = "passthrough.prompt_get"
-_TARGET_KEY = {RESOURCE_READ: "uri", PROMPT_GET: "prompt"}
+SERVER_REQUEST = "passthrough.server_request"  # a server's request relayed to the host (or refused)
+_TARGET_KEY = {RESOURCE_READ: "uri", PROMPT_GET: "prompt", SERVER_REQUEST: "method"}
 _METHOD = {RESOURCE_READ: "resources/read", PROMPT_GET: "prompts/get"}
 
 
@@ -31,15 +33,17 @@ _METHOD = {RESOURCE_READ: "resources/read", PROMPT_GET: "prompts/get"}
 class PassthroughRead:
     """One read as the audit records it; ``error`` is empty when the server answered a result."""
 
-    event: str  # RESOURCE_READ or PROMPT_GET
+    event: str  # RESOURCE_READ, PROMPT_GET or SERVER_REQUEST
     server: str
-    target: str  # the URI read, or the prompt's own name at its server
-    size: int  # bytes of the server's answer (its result, or its error) as it came
+    target: str  # the URI read, the prompt's own name at its server, or the server's method
+    size: int  # bytes of the answer (its result, or its error) as it came
     error: str = ""
     host_name: str = ""  # the name the host asked for, when it differs from target (a prompt)
 
     @property
     def goal(self) -> str:
+        if self.event == SERVER_REQUEST:
+            return f"{self.target} from {self.server} to the host"
         return f"{_METHOD[self.event]} {self.server} {self.target}"
 
 

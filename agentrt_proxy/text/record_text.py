@@ -206,3 +206,11 @@ ERR_NO_OUTCOME_WITHIN = "{tool}: no outcome within {seconds}s"
 DETAIL_PANIC = "panic: {error}"
 DETAIL_TOOL_UNREGISTERED = "the tool is no longer registered"
 DETAIL_UNKNOWN_RECONCILIATION = "unknown reconciliation {action}"
+
+
+# =============================================================================================
+# A server's request relayed to the host (proxy/forwarding): the answer the server gets, recorded
+# =============================================================================================
+
+FORWARD_NO_CAPABILITY = "the host declared no {capability} capability: {method} is refused"
+FORWARD_NOT_RECORDED = "the relayed request could not be recorded, so the host's answer is withheld"

@@ -8,10 +8,12 @@ listing for one malformed tool: a title is a string, an icon an object with a st
 object whose ``type`` is ``"object"`` (what revisions up to 2025-11-25 require). Anything else
 is left out, never repaired.
 
-``annotations`` are the proxy's own, from the operator's classification, never the server's
-claims: ``readOnlyHint`` only for ``read_only``, ``destructiveHint`` only for ``destructive``;
-the classification says nothing of idempotence or of an open world, so those two say the
-specification's cautious defaults (not idempotent, open world).
+``annotations``: ``readOnlyHint`` and ``destructiveHint`` are the operator's classification,
+never the server's claims (``readOnlyHint`` only for ``read_only``, ``destructiveHint`` only for
+``destructive``). The classification says nothing of idempotence, and of an open world only for
+``remote_mutation`` (it reaches something remote): there the server's own ``idempotentHint`` and
+``openWorldHint`` are kept, and where it gave none, the specification's defaults (not
+idempotent, open world).
 """
 
 from __future__ import annotations
@@ -24,9 +26,11 @@ from typing import Any
 from agentrt_proxy.canonical import schema_form
 from agentrt_proxy.config import READ_ONLY
 
-__all__ = ["ToolDisplay", "annotations_for", "display_of"]
+__all__ = ["ToolDisplay", "annotations_for", "display_of", "hints_of"]
 
 DESTRUCTIVE = "destructive"
+REMOTE_MUTATION = "remote_mutation"  # a class that says the tool reaches an open world
+_KEPT_HINTS = ("idempotentHint", "openWorldHint")  # the server's, where the class says nothing
 MAX_ICONS = 16
 _THEMES = ("light", "dark")
 
@@ -39,6 +43,7 @@ class ToolDisplay:
     title: str | None = None
     icons: tuple[dict[str, Any], ...] | None = None
     output_schema: str | None = None
+    hints: tuple[tuple[str, bool], ...] = ()  # the server's idempotentHint and openWorldHint, as given
 
     def fields(self) -> dict[str, Any]:
         """``title`` and ``icons`` as the host's listing carries them (the output schema, JSON
@@ -75,6 +80,13 @@ def _output_schema(value: Any) -> str | None:
         return None
 
 
+def hints_of(annotations: Any) -> tuple[tuple[str, bool], ...]:
+    """The server's ``idempotentHint`` and ``openWorldHint``, each only when it is a boolean."""
+    if not isinstance(annotations, Mapping):
+        return ()
+    return tuple((key, annotations[key]) for key in _KEPT_HINTS if isinstance(annotations.get(key), bool))
+
+
 def display_of(decoded: Mapping[str, Any]) -> ToolDisplay:
     """The usable ``title``, ``icons`` and ``outputSchema`` of one decoded listed tool."""
     title = decoded.get("title")
@@ -88,14 +100,17 @@ def display_of(decoded: Mapping[str, Any]) -> ToolDisplay:
         title=title if isinstance(title, str) else None,
         icons=tuple(kept) or None,
         output_schema=_output_schema(decoded.get("outputSchema")),
+        hints=hints_of(decoded.get("annotations")),
     )
 
 
-def annotations_for(side_effect: str) -> dict[str, bool]:
-    """The proxy's own annotations of a tool the operator classified as ``side_effect``."""
+def annotations_for(side_effect: str, hints: tuple[tuple[str, bool], ...] = ()) -> dict[str, bool]:
+    """The annotations the host is shown of a tool the operator classified as ``side_effect``
+    whose server gave ``hints`` (``hints_of``)."""
+    given = dict(hints)
     return {
         "readOnlyHint": side_effect == READ_ONLY,
         "destructiveHint": side_effect == DESTRUCTIVE,
-        "idempotentHint": False,
-        "openWorldHint": True,
+        "idempotentHint": given.get("idempotentHint", False),
+        "openWorldHint": True if side_effect == REMOTE_MUTATION else given.get("openWorldHint", True),
     }

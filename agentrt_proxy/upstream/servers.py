@@ -99,6 +99,7 @@ class HeldConnection:
             headers=dict(self.server.headers),
             connect_timeout_ns=self.server.connect_timeout,
             max_message_bytes=self.server.max_message_bytes,
+            forward=tuple(self.server.forward),
         )
         try:
             async with open_connection(

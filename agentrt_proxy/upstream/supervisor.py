@@ -31,7 +31,7 @@ from agentrt_proxy.config import ServerConfig
 from agentrt_proxy.mcp.errors import NotSentError
 from agentrt_proxy.mcp.outcomes import NotSent, ToolOutcome
 from agentrt_proxy.text import model_text, operator_text
-from agentrt_proxy.upstream.display import ToolDisplay
+from agentrt_proxy.upstream.display import ToolDisplay, hints_of
 from agentrt_proxy.upstream.pins import LiveTool, Manifest
 from agentrt_proxy.upstream.registry import ListingFn, LoadError, UpstreamConnection, decide
 
@@ -75,7 +75,12 @@ def pinned_listing(manifest: Manifest) -> list[LiveTool]:
             tool.description,
             tool.annotations,
             tool.input_schema.decode("utf-8"),
-            ToolDisplay(tool.title, None, tool.output_schema.decode("utf-8") if tool.output_schema else None),
+            ToolDisplay(
+                tool.title,
+                None,
+                tool.output_schema.decode("utf-8") if tool.output_schema else None,
+                hints_of(tool.annotations),
+            ),
         )
         for tool in manifest.tools.values()
     ]
@@ -131,6 +136,7 @@ class Supervisor:
         # Shared with every connection (the same dict), so a handler put here or on the current
         # connection reaches the next one too.
         self.notification_handlers: dict[str, Callable[[Any], None]] = {}
+        self.request_handlers: dict[str, Any] = {}  # the relays of the server's requests (``forward``)
         if held is not None:
             self._hand_over_handlers(held)
 
@@ -328,11 +334,12 @@ class Supervisor:
 
     def _hand_over_handlers(self, held: Any) -> None:
         wire = getattr(held, "connection", held)
-        handlers = getattr(wire, "notification_handlers", None)
-        if isinstance(handlers, dict):
-            for method, handler in handlers.items():
-                self.notification_handlers.setdefault(method, handler)
-            wire.notification_handlers = self.notification_handlers
+        for kind in ("notification_handlers", "request_handlers"):
+            handlers, shared = getattr(wire, kind, None), getattr(self, kind)
+            if isinstance(handlers, dict):
+                for method, handler in handlers.items():
+                    shared.setdefault(method, handler)
+                setattr(wire, kind, shared)
 
     # ------------------------------------------------------------------------------ close
 

@@ -1,4 +1,4 @@
-"""``max_result_bytes``: the cap on a tool's result as recorded and answered (decision 0015)."""
+"""``max_result_bytes``: the bound on a tool's result as recorded and answered (decision 0015; never a cut)."""
 
 from __future__ import annotations
 
@@ -15,8 +15,8 @@ def loaded(tmp_path: Path, text: str) -> int:
     return load_config(write(tmp_path / "proxy.json", text)).max_result_bytes
 
 
-def test_the_default_is_eight_mebibytes_and_the_wires_default_is_the_same(tmp_path: Path) -> None:
-    assert loaded(tmp_path, compact(minimal())) == DEFAULT_MAX_RESULT_BYTES == 8 * 1024 * 1024
+def test_the_default_is_thirty_two_mebibytes_and_the_wires_default_is_the_same(tmp_path: Path) -> None:
+    assert loaded(tmp_path, compact(minimal())) == DEFAULT_MAX_RESULT_BYTES == 32 * 1024 * 1024
     assert DEFAULT_MAX_CONTENT_BYTES == DEFAULT_MAX_RESULT_BYTES  # a connection opened without a configuration
 
 

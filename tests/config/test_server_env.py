@@ -203,9 +203,9 @@ def test_the_operators_commands_need_no_token_to_find_the_database(tmp_path: Pat
 # ----------------------------------------------------------------------- max_message_bytes
 
 
-def test_max_message_bytes_defaults_to_16_mib_and_reaches_every_server(tmp_path: Path) -> None:
+def test_max_message_bytes_defaults_to_80_mib_and_reaches_every_server(tmp_path: Path) -> None:
     loaded = load_config(configuration(tmp_path), environ={})
-    assert loaded.max_message_bytes == DEFAULT_MAX_MESSAGE_BYTES == 16 * 1024 * 1024
+    assert loaded.max_message_bytes == DEFAULT_MAX_MESSAGE_BYTES == 80 * 1024 * 1024
     chosen = load_config(configuration(tmp_path, max_message_bytes=1048576), environ={})
     assert chosen.max_message_bytes == 1048576
     assert [s.max_message_bytes for s in chosen.servers] == [1048576]

@@ -116,3 +116,34 @@ def test_each_hashed_input_changes_the_approval_hash(change: dict[str, Any]) -> 
 def test_key_order_and_whitespace_do_not_change_the_approval_hash() -> None:
     same = request(args=canonical.parse_strict('{ "amount": 25, "to": "bob" }')).tree()
     assert _hash(request=same) == _hash()
+
+
+@pytest.mark.parametrize(
+    ("classes", "guards", "simply_allowed"),
+    [
+        # the default policy: reads and local changes run, remote ones ask, destruction is refused
+        ({}, None, {"bank_balance", "bank_note"}),
+        ({"remote_mutation": "allow"}, None, {"bank_balance", "bank_note", "bank_pay"}),
+        ({"read_only": "require_approval"}, None, {"bank_note"}),
+        # a budget or the clean-context rule over an allowed tool can ask or refuse: not simply allowed
+        ({"remote_mutation": "allow"}, "budget", {"bank_balance", "bank_note"}),
+        ({}, "clean", {"bank_balance"}),
+    ],
+)
+def test_a_tool_is_simply_allowed_only_when_nothing_can_answer_it_in_the_proxys_prose(
+    classes: dict[str, str], guards: str | None, simply_allowed: set[str]
+) -> None:
+    from decimal import Decimal
+
+    from agentrt_proxy.config import Budget
+    from agentrt_proxy.gate.budgets import Budgets, Priced
+    from agentrt_proxy.gate.guards import Guards
+
+    active = None
+    if guards == "budget":
+        active = Guards(Budgets([Budget("daily", ("bank_pay",), Decimal(10))], {"bank_pay": Priced("amount")}, "s"))
+    elif guards == "clean":
+        active = Guards(Budgets([], {}, "s"), {"bank_note": "require_approval"})
+    policy = ProxyPolicy(classes, offered(), "p", active)
+    assert {name for name in offered() if policy.simply_allows(name)} == simply_allowed
+    assert not policy.simply_allows("not_offered")

@@ -3,8 +3,9 @@ answers, and the stdio client in front of a server that floods it.
 
 A message past ``max_message_bytes`` is refused as that call's answer when its edges name the
 call (``Refused``: the server answered), fails every call in flight as a protocol failure when
-they do not, and resets the connection; a line that never ends is dropped when its call times
-out, and the next call on the same connection works.
+they do not, and is skipped to its end with the server left running (issue 25, item 4); a line
+that never ends is dropped when its call times out, and the next call on the same connection
+works, or, past 16 times the bound, resets the connection.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import pytest
 
 from agentrt_proxy.mcp import ServerSpec, ServerSpecError, open_connection
 from agentrt_proxy.mcp.framing import EDGE_BYTES, BoundedLineBuffer, LineBuffer, Oversize
-from agentrt_proxy.mcp.outcomes import NoAnswer, NotSent, Refused, Result
+from agentrt_proxy.mcp.outcomes import NoAnswer, Refused, Result
 from agentrt_proxy.mcp.oversize import answer_id, partial_id
 from tests.mcp.test_http_client import Behaviour, Scripted, reply, standard
 from tests.processes import alive
@@ -162,49 +163,59 @@ def test_a_server_spec_refuses_a_bound_that_is_not_positive() -> None:
 
 
 @pytest.mark.anyio
-@pytest.mark.parametrize("tool", ["flood", "flood_id_last"])
-async def test_an_answer_past_the_bound_is_refused_as_that_calls_answer_and_the_server_reset(
-    tmp_path: Path, tool: str
+@pytest.mark.parametrize(
+    ("tool", "reason"),
+    [
+        # the id first (the Python SDK's order): answered when the line passes the bound
+        (
+            "flood",
+            f"the answer is longer than the limit of {LIMIT} bytes (1.0 MiB, max_message_bytes); "
+            "it was skipped, not read",
+        ),
+        # the id last (the TypeScript SDK's order): answered at its end, with its size (less its newline)
+        (
+            "flood_id_last",
+            f"the answer is {8 * LIMIT - 1} bytes (8.0 MiB), over the limit of {LIMIT} bytes "
+            "(1.0 MiB, max_message_bytes); it was skipped, not read",
+        ),
+    ],
+)
+async def test_an_answer_past_the_bound_is_refused_as_that_calls_answer_and_the_server_keeps_running(
+    tmp_path: Path, tool: str, reason: str
 ) -> None:
     async with open_connection(hostile(tmp_path, 8 * LIMIT), timeout_ns=10 * SECOND) as conn:
         pid = conn._transport.pid  # type: ignore[attr-defined]
         outcome = await conn.call_tool(tool, "{}", 20 * SECOND)
         assert isinstance(outcome, Refused), outcome
-        assert outcome.reason == f"the answer is longer than {LIMIT} bytes (max_message_bytes)"
+        assert outcome.reason == reason
         assert outcome.raw.startswith(b'{"') and len(outcome.raw) <= EDGE_BYTES
-        # The connection is reset: nothing more is sent on it, and the server is closed.
-        after = await conn.call_tool("echo", '{"n":1}', 5 * SECOND)
-        assert isinstance(after, NotSent), after
-        assert "max_message_bytes" in after.detail and "the connection was reset" in after.detail
-        assert not conn.alive
-        for _ in range(500):
-            if not alive(pid):
-                break
-            await anyio.sleep(0.02)
-        assert not alive(pid)
-    assert calls(tmp_path) == [tool]  # echo never reached the server
+        # The line is skipped to its end: the same server, the same process, answers the next call.
+        after = await conn.call_tool("echo", '{"n":1}', 20 * SECOND)
+        assert isinstance(after, Result) and json.loads(after.text) == {"n": 1}, after
+        assert conn.alive and conn._transport.pid == pid and alive(pid)  # type: ignore[attr-defined]
+    assert calls(tmp_path) == [tool, "echo"]
 
 
 @pytest.mark.anyio
 @pytest.mark.parametrize("tool", ["flood", "flood_id_last"])
-async def test_an_oversize_answer_fails_no_other_call_as_its_own(tmp_path: Path, tool: str) -> None:
-    # Another call in flight is not what the message answered: the reset drops it, and that
-    # is all (dropped, not the protocol failure of a message that named no call).
+async def test_an_oversize_answer_fails_no_other_call(tmp_path: Path, tool: str) -> None:
+    # Another call in flight is not what the message answered: it is still waiting afterwards.
     async with open_connection(hostile(tmp_path, 8 * LIMIT), timeout_ns=10 * SECOND) as conn:
         outcomes: dict[str, Any] = {}
 
         async def call(name: str) -> None:
-            outcomes[name] = await conn.call_tool(name, "{}", 20 * SECOND)
+            outcomes[name] = await conn.call_tool(name, "{}", 60 * SECOND)
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(call, "hang")
             while calls(tmp_path) != ["hang"]:
                 await anyio.sleep(0.01)
-            tg.start_soon(call, tool)
+            await call(tool)
+            echoed = await conn.call_tool("echo", '{"n":1}', 20 * SECOND)
+            assert "hang" not in outcomes  # neither failed nor answered by the oversize message
+            tg.cancel_scope.cancel()
         assert isinstance(outcomes[tool], Refused), outcomes
-        hung = outcomes["hang"]
-        assert isinstance(hung, NoAnswer) and hung.kind == "dropped", hung
-        assert "the connection was reset" in hung.detail
+        assert isinstance(echoed, Result) and conn.alive
 
 
 @pytest.mark.anyio
@@ -215,7 +226,7 @@ async def test_a_message_past_the_bound_that_names_no_call_fails_the_call_as_a_p
         outcome = await conn.call_tool("flood_note", "{}", 20 * SECOND)
         assert isinstance(outcome, NoAnswer), outcome
         assert outcome.kind == "protocol"
-        assert f"more than {LIMIT} bytes (max_message_bytes)" in outcome.detail
+        assert f"a message of {8 * LIMIT - 1} bytes, over the limit of {LIMIT} (max_message_bytes)" in outcome.detail
 
 
 @pytest.mark.anyio
@@ -242,12 +253,21 @@ async def test_a_line_that_never_ends_is_dropped_with_its_call_and_the_next_call
 
 
 @pytest.mark.anyio
-async def test_a_line_that_never_ends_is_cut_at_the_bound(tmp_path: Path) -> None:
+async def test_a_line_that_never_ends_is_refused_at_the_bound_and_resets_the_server_past_sixteen_times_it(
+    tmp_path: Path,
+) -> None:
     async with open_connection(hostile(tmp_path, 0), timeout_ns=10 * SECOND) as conn:
+        pid = conn._transport.pid  # type: ignore[attr-defined]
         outcome = await conn.call_tool("endless", "{}", 20 * SECOND)
         assert isinstance(outcome, Refused), outcome
+        with anyio.fail_after(60):
+            while conn.alive:
+                await anyio.sleep(0.02)
+        assert "over 16 times max_message_bytes, without ending it: the connection was reset" in (conn.ended or "")
         assert conn._transport._lines.pending == 0  # type: ignore[attr-defined]
-        assert not conn.alive
+        with anyio.fail_after(30):
+            while alive(pid):
+                await anyio.sleep(0.02)
 
 
 # ------------------------------------------------------------------------------ over HTTP
@@ -319,7 +339,7 @@ async def test_an_http_event_stream_past_the_bound_is_a_protocol_failure(http_se
 
 
 def test_the_recorded_beginning_of_an_oversize_answer_is_cut_back_to_whole_characters() -> None:
-    from agentrt_proxy.mcp.client import _whole_characters
+    from agentrt_proxy.mcp.oversize import whole_characters as _whole_characters
 
     assert _whole_characters(b'{"a":"\xc3\xa9\xe2\x82') == b'{"a":"\xc3\xa9'
     assert _whole_characters(b'{"a":"\xc3\xa9"') == b'{"a":"\xc3\xa9"'

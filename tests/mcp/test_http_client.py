@@ -256,7 +256,9 @@ async def test_a_body_over_the_cap_by_content_length_fails_at_once(scripted: Any
 
     server = scripted(huge)
     with pytest.raises(ConnectError, match="mcp: response body of 16777217 bytes exceeds 16777216"):
-        async with open_connection(ServerSpec(name="web", endpoint=server.url), timeout_ns=5 * SECOND):
+        async with open_connection(
+            ServerSpec(name="web", endpoint=server.url, max_message_bytes=16 << 20), timeout_ns=5 * SECOND
+        ):
             pass
 
 
@@ -270,7 +272,9 @@ async def test_a_streamed_body_past_the_cap_fails(scripted: Any) -> None:
 
     server = scripted(streamed)
     with pytest.raises(ConnectError, match="mcp: response body exceeds 16777216 bytes"):
-        async with open_connection(ServerSpec(name="web", endpoint=server.url), timeout_ns=20 * SECOND):
+        async with open_connection(
+            ServerSpec(name="web", endpoint=server.url, max_message_bytes=16 << 20), timeout_ns=20 * SECOND
+        ):
             pass
 
 

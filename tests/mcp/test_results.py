@@ -1,5 +1,6 @@
-"""Result mapping (proxy-and-mcp-module §1.13.6–8, decision 0015): blocks as the server sent them, structured
-content beside them, the cap, the short text, errors and their summaries."""
+"""Result mapping (proxy-and-mcp-module §1.13.6–8, decision 0015): blocks as the server sent them,
+structured content beside them, the cap (never a cut), a text sent twice recorded once, the short
+text, errors and their summaries."""
 
 from __future__ import annotations
 
@@ -11,8 +12,14 @@ import pytest
 from agentrt_proxy.canonical import policy_text, to_python
 from agentrt_proxy.canonical.schema_form import encode_string
 from agentrt_proxy.mcp.outcomes import CALL_TOOL_RESULT, Refused, Result
-from agentrt_proxy.mcp.result_cap import MARKER_ROOM
-from agentrt_proxy.mcp.results import ERROR_TEXT_BYTES, TRUNCATION_MARKER, cap_text, map_result, mapped_text
+from agentrt_proxy.mcp.results import (
+    ERROR_TEXT_BYTES,
+    TOO_LARGE_HEAD_BYTES,
+    TRUNCATION_MARKER,
+    cap_text,
+    map_result,
+    mapped_text,
+)
 from agentrt_proxy.upstream import known_answer_pattern
 
 
@@ -164,45 +171,89 @@ def big_result() -> dict[str, Any]:
     }
 
 
-def test_a_result_within_the_cap_is_kept_whole() -> None:
+def test_a_result_within_the_cap_is_kept_whole_and_one_byte_over_is_refused_never_cut() -> None:
     out = mapped(big_result(), cap=100_000)
     assert not out.truncated and to_python(out.content) == big_result()
     exact = recorded_size(out)
+    assert out.summary == f"fs/t: {exact} bytes"
     assert not mapped(big_result(), cap=exact).truncated
-    assert mapped(big_result(), cap=exact - 1).truncated
+    over = mapped(big_result(), cap=exact - 1)
+    assert isinstance(over, Refused) and not isinstance(over, Result)
+    assert over.reason == (
+        f"the result is {exact} bytes (0.0 MiB) as recorded, over the limit of {exact - 1} bytes "
+        "(0.0 MiB, max_result_bytes); it was neither recorded nor passed on, and never cut"
+    )
+    assert over.raw.startswith(b'{"jsonrpc":"2.0","id":1,"result":') and len(over.raw) <= TOO_LARGE_HEAD_BYTES
 
 
-def test_a_capped_result_keeps_its_structured_content_first_cuts_text_and_says_so_last() -> None:
-    out = mapped(big_result(), cap=3000)
-    blocks = out.content["content"]
-    assert out.truncated and out.summary == f"fs/t: {recorded_size(out)} bytes, truncated"
-    assert recorded_size(out) <= 3000
-    assert out.content["structuredContent"] == {"k": "v" * 100}  # a validating host needs it
-    assert blocks[0]["type"] == "text" and blocks[0]["text"] == "x" * len(blocks[0]["text"]) and blocks[0]["text"]
-    assert blocks[-1] == {
-        "type": "text",
-        "text": "[truncated: this result is 8315 bytes, over the proxy's limit of 3000 bytes (max_result_bytes): "
-        "0 of 3 content blocks kept whole, 1 cut, 2 left out; the _meta left out]",
-    }
-    assert len(blocks) == 2
-
-
-def test_a_block_too_big_is_left_out_and_a_later_one_still_fits() -> None:
-    result = {
-        "content": [{"type": "image", "data": "A" * 5000, "mimeType": "image/png"}, {"type": "text", "text": "ok"}]
-    }
-    out = mapped(result, cap=2000)
-    assert out.content["content"][0] == {"type": "text", "text": "ok"}  # the image before it is left out
-    assert "1 of 2 content blocks kept whole, 1 left out" in out.content["content"][-1]["text"]
-    assert out.text.startswith("ok\n[truncated: ")
-
-
-@pytest.mark.parametrize("cap", [MARKER_ROOM + 14, 500, 777, 1024, 2048, 4000, 6000, 8000, 8314])
-def test_a_capped_result_never_exceeds_the_cap(cap: int) -> None:
+@pytest.mark.parametrize("cap", [1024, 2048, 4000, 8314])
+def test_no_result_over_the_cap_is_ever_cut(cap: int) -> None:
     for result in (big_result(), {"content": [{"type": "text", "text": "é\u2028\x01" * 3000}]}):
         out = mapped(result, cap=cap)
-        assert out.truncated and recorded_size(out) <= cap, cap
-        assert out.content["content"][-1]["text"].startswith("[truncated: ")
+        assert isinstance(out, Refused) and "max_result_bytes" in out.reason, cap
+
+
+# ------------------------------------------------------------------ a text sent twice, recorded once
+
+FILE = "line of a file\n" * 2000  # 30000 characters, over SHARED_MIN
+
+
+@pytest.mark.parametrize(
+    ("result", "entries"),
+    [
+        # the npm filesystem server's read_text_file
+        (
+            {"content": [{"type": "text", "text": FILE}], "structuredContent": {"content": FILE}},
+            [{"block": 0, "path": ["content"]}],
+        ),
+        # deeper in the structured content, a second block shared too; the first in the record's (sorted) order named
+        (
+            {
+                "content": [
+                    {"type": "text", "text": "head"},
+                    {"type": "text", "text": FILE, "_meta": {"k": 1}},
+                    {"type": "text", "text": FILE + "!"},
+                ],
+                "structuredContent": {"files": [{"body": FILE}, {"body": FILE + "!"}], "again": FILE},
+            },
+            [{"block": 1, "path": ["again"]}, {"block": 2, "path": ["files", 1, "body"]}],
+        ),
+    ],
+)
+def test_a_text_the_server_sent_twice_is_recorded_once_and_answered_as_sent(
+    result: dict[str, Any], entries: list[dict[str, Any]]
+) -> None:
+    from agentrt_proxy.mcp.shared_text import SHARED_KEY, expand
+
+    out = mapped(result, cap=1 << 20)
+    assert to_python(out.content[SHARED_KEY]) == entries
+    for entry in entries:
+        assert out.content["content"][entry["block"]]["text"] == ""
+    assert recorded_size(out) < len(json.dumps(result)) - len(FILE)  # the file's text once, not twice
+    assert out.summary == f"fs/t: {recorded_size(out)} bytes"
+    assert to_python(expand(out.content)) == result  # read back exactly as the server sent it
+    assert out.text.startswith(result["content"][0]["text"][:100])
+    # the cap counts the record: a cap between once and twice the text passes it whole
+    assert isinstance(mapped(result, cap=recorded_size(out)), Result)
+
+
+def test_a_short_or_unequal_text_is_recorded_as_sent() -> None:
+    short = {"content": [{"type": "text", "text": "hello"}], "structuredContent": {"content": "hello"}}
+    unequal = {"content": [{"type": "text", "text": FILE}], "structuredContent": {"content": FILE + " "}}
+    for result in (short, unequal):
+        out = mapped(result, cap=1 << 20)
+        assert to_python(out.content) == result
+
+
+def test_a_record_read_back_from_the_store_expands_its_shared_text() -> None:
+    from agentrt_proxy.canonical import parse_strict
+    from agentrt_proxy.mcp.shared_text import expand
+
+    result = {"content": [{"type": "text", "text": FILE}], "structuredContent": {"items": [FILE]}}
+    stored = parse_strict(policy_text(mapped(result, cap=1 << 20).content))  # numbers read back as literals
+    assert to_python(expand(stored)) == result
+    broken = {**stored, "textFromStructured": [{"block": 5, "path": ["items", 0]}, {"block": 0, "path": ["nope"]}, 7]}
+    assert to_python(expand(broken))["content"] == [{"type": "text", "text": ""}]  # nothing invented
 
 
 # ------------------------------------------------------------------ the short text

@@ -65,3 +65,28 @@ async def test_a_calls_progress_reaches_its_own_callback_and_nothing_unreadable_
     calls = [m for m in received(log) if m.get("method") == "tools/call"]
     assert calls[0]["params"]["_meta"] == {"progressToken": calls[0]["id"]}  # the wire's own token
     assert "_meta" not in calls[1]["params"]  # no callback: the server is asked for no progress
+
+
+async def test_a_forwarded_request_is_declared_and_relayed_and_the_rest_still_refused(tmp_path: Path) -> None:
+    log = tmp_path / "received.jsonl"
+    relayed: list[tuple[str, Any]] = []
+
+    async def relay(method: str, params: dict[str, Any] | None) -> dict[str, Any]:
+        relayed.append((method, params))
+        return {"result": {"role": "assistant", "content": {"type": "text", "text": "sampled"}, "model": "m"}}
+
+    spec = ServerSpec(name="notes", command=[sys.executable, NOTES], env=[f"NOTES_LOG={log}"], forward=("sampling",))
+    async with open_connection(spec, timeout_ns=10 * SECOND) as conn:
+        conn.request_handlers["sampling/createMessage"] = relay
+        conn.request_handlers["elicitation/create"] = relay  # set, but not named by forward: refused
+        with anyio.fail_after(10):
+            outcome = await conn.call_tool("ask", "{}", 30 * SECOND)
+    assert isinstance(outcome, Result) and not outcome.is_error
+    answers = json.loads(outcome.text)
+    assert answers["sampling/createMessage"] == {
+        "result": {"role": "assistant", "content": {"type": "text", "text": "sampled"}, "model": "m"}
+    }
+    assert [method for method, _ in relayed] == ["sampling/createMessage"]  # relayed once, with its params
+    assert answers["elicitation/create"]["code"] == -32601 and answers["roots/list"]["code"] == -32601
+    (initialize,) = [m for m in received(log) if m.get("method") == "initialize"]
+    assert initialize["params"]["capabilities"] == {"sampling": {}}  # declared only what is forwarded

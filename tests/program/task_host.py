@@ -14,6 +14,8 @@ from typing import Any
 import anyio
 import anyio.abc
 
+from agentrt_proxy.mcp.framing import LineBuffer
+
 MODERN = "2026-07-28"
 TASKS = "io.modelcontextprotocol/tasks"
 
@@ -42,13 +44,11 @@ class RawHost:
         self.initialized: dict[str, Any] = {}  # the handshake era's initialize result
 
     async def _read(self) -> None:
-        buffer = b""
+        lines = LineBuffer()  # linear in a line's length: an answer may be tens of MiB
         assert self.process.stdout is not None
         with suppress(anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
             async for chunk in self.process.stdout:
-                buffer += chunk
-                while b"\n" in buffer:
-                    line, buffer = buffer.split(b"\n", 1)
+                for line in lines.feed(chunk):
                     message = json.loads(line)
                     if "id" in message and message["id"] in self._waiting and "method" not in message:
                         done, box = self._waiting.pop(message["id"])

@@ -291,3 +291,10 @@ def test_tasks_example_keeps_a_task_a_day_past_its_approval_window(tmp_path: Pat
     del document["task_ttl"]
     example.write_text(json.dumps(document))
     assert config.load_config(example).task_ttl == 32 * hour
+
+
+def test_forward_example_relays_the_servers_sampling_and_elicitation_to_the_host(tmp_path: Path) -> None:
+    loaded = config.load_config(install_example(EXAMPLES / "forward" / "proxy.json", tmp_path))
+    (every,) = loaded.servers
+    assert every.forward == ("sampling", "elicitation")
+    assert set(every.rules) == {"trigger-sampling-request", "trigger-elicitation-request"}

@@ -2,8 +2,8 @@
 (issue 13, "shows that it holds"; decision 0015): the npm everything server's image, resource
 and structured tools and the npm filesystem server's ``read_media_file`` on a PNG reach an SDK
 host with the same blocks and base64 bytes; the listing shows the servers' titles, icons and
-output schemas and the proxy's own annotations; ``max_result_bytes`` caps what is answered and
-recorded.
+output schemas, the operator's class as annotations, the servers' other hints; a result over ``max_result_bytes`` is a
+clear error, never a cut result.
 """
 
 from __future__ import annotations
@@ -33,7 +33,6 @@ EVERYTHING_CALLS: list[tuple[str, dict[str, Any]]] = [
     ("get-resource-links", {"count": 4}),
     ("get-structured-content", {"location": "Chicago"}),
 ]
-PROXY_ANNOTATIONS = {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": False, "openWorldHint": True}
 
 
 def everything_command() -> list[str]:
@@ -142,15 +141,15 @@ async def test_the_everything_and_filesystem_servers_results_reach_the_host_as_a
 
 
 @pytest.mark.anyio
-async def test_the_host_lists_the_servers_titles_and_output_schemas_and_the_proxys_own_annotations(
+async def test_the_host_lists_the_servers_titles_and_output_schemas_and_the_hints_the_class_leaves_to_the_server(
     tmp_path: Path, program_argv: list[str], program_env: dict[str, str]
 ) -> None:
     config, sandbox = write_config(tmp_path)
     with anyio.fail_after(120):
         async with Client(proxied(config, program_argv, program_env), mode="legacy") as client:
             listed = {tool.name: tool for tool in (await client.list_tools()).tools}
-            # fs write_file declares an outputSchema and needs an approval: a validating host (this
-            # SDK's client) would refuse PENDING_APPROVAL as a result, so it comes as an error.
+            # fs write_file declares an outputSchema and needs an approval: it is offered without
+            # the schema, so PENDING_APPROVAL is prose that is no error (issue 25, item 5).
             write = await client.call_tool("fs_write_file", {"path": str(sandbox / "new.txt"), "content": "x"})
         async with Client(direct(everything_command()), mode="legacy") as client:
             servers = {tool.name: tool for tool in (await client.list_tools()).tools}
@@ -162,35 +161,42 @@ async def test_the_host_lists_the_servers_titles_and_output_schemas_and_the_prox
             continue  # not classified: not offered
         assert shown.title == server.title and shown.title, name
         assert shown.icons == server.icons, name
-        assert shown.output_schema == server.output_schema, name
         side_effect = "local_mutation" if name == "write_file" else "read_only"
-        assert shown.annotations is not None
+        assert shown.output_schema == (None if name == "write_file" else server.output_schema), name
+        assert shown.annotations is not None and server.annotations is not None
         hints = shown.annotations.model_dump(by_alias=True, exclude_none=True)
-        assert hints == {**PROXY_ANNOTATIONS, "readOnlyHint": side_effect == "read_only"}, name
-    assert servers["get-structured-content"].annotations.open_world_hint is False  # the server's claim, not passed
+        own = server.annotations
+        assert hints == {
+            "readOnlyHint": side_effect == "read_only",
+            "destructiveHint": False,  # the operator's class, whatever the server claims
+            "idempotentHint": bool(own.idempotent_hint),
+            "openWorldHint": own.open_world_hint if own.open_world_hint is not None else True,
+        }, name
+    assert listed["every_get-structured-content"].annotations.open_world_hint is False  # the server's own
+    assert listed["fs_write_file"].annotations.idempotent_hint is servers["write_file"].annotations.idempotent_hint
     assert listed["every_get-structured-content"].output_schema is not None
-    assert write.is_error and write.content[0].text.startswith("PENDING_APPROVAL:")
+    assert write.is_error is False and write.content[0].text.startswith("PENDING_APPROVAL:")
     assert (write.meta or {}).get("gate/outcome") == "PENDING_APPROVAL"
     assert not (sandbox / "new.txt").exists()
 
 
 @pytest.mark.anyio
-async def test_max_result_bytes_caps_what_the_host_gets_and_what_is_recorded(
+async def test_a_result_over_max_result_bytes_is_a_clear_error_naming_its_size_never_a_cut_result(
     tmp_path: Path, program_argv: list[str], program_env: dict[str, str]
 ) -> None:
     config, _ = write_config(tmp_path, max_result_bytes=1024)
     with anyio.fail_after(120):
         (result,) = await call_all(proxied(config, program_argv, program_env), [("every_get-tiny-image", {})])
-    texts = [block.text for block in result.content if block.type == "text"]
-    assert [block.type for block in result.content] == ["text", "text", "text"]  # the 5 KB image left out
-    assert texts[:2] == ["Here's the image you requested:", "The image above is the MCP logo."]
-    assert texts[2].startswith("[truncated: this result is ") and "limit of 1024 bytes (max_result_bytes)" in texts[2]
-    assert "2 of 3 content blocks kept whole, 1 left out" in texts[2]
+    assert result.is_error is True and [block.type for block in result.content] == ["text"]  # no block of it
+    (text,) = [block.text for block in result.content]
+    assert "over the limit of 1024 bytes (0.0 MiB, max_result_bytes)" in text and "never cut" in text, text
+    size = int(text.split("the result is ", 1)[1].split(" bytes", 1)[0])
+    assert size > 5000  # the 5 KB image and its two texts, as recorded
     with sqlite3.connect(config.parent / "proxy.db") as db:
-        (observation,) = [json.loads(row[0]) for row in db.execute("SELECT observation_json FROM steps")]
-    assert observation["summary"].endswith(", truncated") and observation["form"] == "call_tool_result"
-    assert observation["content"]["content"][-1]["text"] == texts[2]
-    assert len(json.dumps(observation["content"], separators=(",", ":")).encode()) <= 1024
+        (observation,) = [json.loads(row[0]) for row in db.execute("SELECT observation_json FROM steps") if row[0]]
+    assert observation["content"]["failure"] == "invalid_content"  # the server answered: it executed
+    assert f"the result is {size} bytes" in observation["content"]["error"]
+    assert len(observation["content"]["content"]) <= 4096  # the answer's first bytes, not the result
 
 
 @pytest.mark.anyio

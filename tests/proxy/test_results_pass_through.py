@@ -162,3 +162,21 @@ def test_a_tools_own_result_is_untouched_toward_a_tool_with_an_output_schema() -
     assert answers.for_output_schema(result) is result
     error = answers.tool_error("fs/t: 3 bytes, error: no")
     assert answers.for_output_schema(error) is error
+
+
+@pytest.mark.anyio
+async def test_a_payment_whose_result_is_over_max_result_bytes_executed_once_and_is_never_cut(tmp_path: Path) -> None:
+    # The fake bank's "blocks" answer names the payee four times: over 2000 bytes as recorded.
+    arguments = json.dumps({"to": "j" * 500, "amount": 2, "mode": "blocks"})
+    async with proxy_harness(tmp_path, rules=PAY_ALLOWED, max_result_bytes=1024) as h:
+        answer = await h.raw_call("bank_pay", arguments)
+        again = await h.raw_call("bank_pay", arguments)
+        assert h.payments() == 1  # it ran; the identical call afterwards is not run again
+        (run,) = h.runs()
+    text = text_of(answer)
+    assert text.startswith("UNRECORDED: the server answered this request, so it executed"), text
+    assert "over the limit of 1024 bytes (0.0 MiB, max_result_bytes)" in text
+    assert [block["type"] for block in answer["content"]] == ["text"]  # nothing of the result, nothing cut
+    assert (answer.get("_meta") or {}).get("gate/outcome") == "UNRECORDED"
+    assert text_of(again).startswith("DUPLICATE:"), text_of(again)
+    assert run.status == "FAILED"

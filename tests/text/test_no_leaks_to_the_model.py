@@ -77,6 +77,8 @@ ECHOED = {
     "remote": "a tool's name on its server",
     "server": "the server's name in the configuration",
     "uri": "the resource URI the host itself asked for",
+    "capability": "the client capability a server's request needs (sampling or elicitation: a FORWARDED_BY value)",
+    "method": "the method a server asked its client for (sampling/createMessage or elicitation/create)",
     "cls": "a side-effect class",
     "outcome": "a policy outcome, or the recorded outcome a duplicate repeats",
     "reason": "the policy's reason, a refusal's reason, or why a run ended (each escaped and bounded)",

@@ -57,13 +57,44 @@ def test_icons_are_bounded() -> None:
 
 
 @pytest.mark.parametrize("side_effect", SIDE_EFFECTS)
-def test_the_annotations_are_the_operators_class_never_the_servers_claims(side_effect: str) -> None:
+def test_without_the_servers_hints_the_annotations_are_the_class_and_the_specifications_defaults(
+    side_effect: str,
+) -> None:
     assert annotations_for(side_effect) == {
         "readOnlyHint": side_effect == "read_only",
         "destructiveHint": side_effect == "destructive",
         "idempotentHint": False,
         "openWorldHint": True,
     }
+
+
+@pytest.mark.parametrize(
+    ("side_effect", "server_says", "shown"),
+    [
+        # readOnlyHint and destructiveHint are the operator's class, whatever the server claims
+        ("read_only", {"readOnlyHint": False, "destructiveHint": True}, (True, False, False, True)),
+        ("local_mutation", {"readOnlyHint": True}, (False, False, False, True)),
+        ("destructive", {"destructiveHint": False, "readOnlyHint": True}, (False, True, False, True)),
+        # idempotence: the class says nothing, so the server's own hint stands
+        ("local_mutation", {"idempotentHint": True}, (False, False, True, True)),
+        ("destructive", {"idempotentHint": True}, (False, True, True, True)),
+        ("read_only", {"idempotentHint": False}, (True, False, False, True)),
+        # an open world: the server's, except that remote_mutation says it reaches one
+        ("read_only", {"openWorldHint": False}, (True, False, False, False)),
+        ("local_mutation", {"openWorldHint": False, "idempotentHint": True}, (False, False, True, False)),
+        ("remote_mutation", {"openWorldHint": False}, (False, False, False, True)),
+        ("destructive", {"openWorldHint": False}, (False, True, False, False)),
+        # a hint that is not a boolean is no hint
+        ("read_only", {"openWorldHint": "no", "idempotentHint": 1}, (True, False, False, True)),
+        ("read_only", "not an object", (True, False, False, True)),
+    ],
+)
+def test_the_servers_idempotent_and_open_world_hints_stand_where_the_class_says_nothing(
+    side_effect: str, server_says: Any, shown: tuple[bool, bool, bool, bool]
+) -> None:
+    hints = display_of({"annotations": server_says}).hints
+    names = ("readOnlyHint", "destructiveHint", "idempotentHint", "openWorldHint")
+    assert annotations_for(side_effect, hints) == dict(zip(names, shown, strict=True))
 
 
 def test_a_registered_tool_carries_the_live_listings_display_whether_or_not_its_checks_were_prepared() -> None:
