@@ -133,6 +133,23 @@ def not_sent(obs: dict[str, Any]) -> bool:
     return obs.get("kind") == "tool_error" and isinstance(content, dict) and content.get("failure") == NOT_SENT
 
 
+# The failures whose recorded text is the proxy's own, never a server's: nothing reached it, the
+# call's time ran out, or the call was cancelled here.
+_OWN_TEXT_FAILURES = (NOT_SENT, "timeout", "cancelled")
+
+
+def carries_server_text(obs: dict[str, Any]) -> bool:
+    """Whether a recorded outcome holds text its server chose: a result, a tool's error
+    (``isError``), a JSON-RPC error's message, an answer the boundary refused, or a failure whose
+    detail may quote the server (an HTTP status with its body). Untrusted when the server is."""
+    kind = obs.get("kind")
+    if kind == "tool_result":
+        return True
+    content = obs.get("content")
+    failure = content.get("failure") if isinstance(content, dict) else None
+    return kind == "tool_error" and failure not in _OWN_TEXT_FAILURES
+
+
 def executed(step: Step) -> bool:
     """The step's tool ran and its outcome was recorded (a result or an error that came back
     from it); a request that never reached the server did not run."""

@@ -30,6 +30,7 @@ from agentrt_proxy.proxy.actions import (
     AwaitApproval,
     Begin,
     Collect,
+    Duplicate,
     Effect,
     Expire,
     TakeOver,
@@ -195,6 +196,16 @@ class CallRules:
             if approval is None:
                 return Answer(answers.prose(model_text.unavailable(model_text.COULD_NOT_ASK)))
             return Answer(answers.prose(model_text.blocked_unknown(tool.name, approval.id)))
+        if isinstance(action, Duplicate):
+            return Answer(self._duplicate(tool, action))
         if isinstance(action, Answering):
             return Answer(answers.prose(action.text))
         raise TypeError(f"the rules answered an action nothing applies: {action!r}")
+
+    def _duplicate(self, tool: LoadedTool, action: Duplicate) -> dict[str, Any]:
+        """DUPLICATE. Quoting the earlier result or error, it quotes the server's text, read from
+        the record: it taints this process as that answer did (in whichever process gave it)."""
+        answer = answers.prose(action.text)
+        if action.quotes_server and self.parts.untrusted.returned(tool.server, tool.name, action.run_id):
+            return answers.marked_untrusted(answer)
+        return answer

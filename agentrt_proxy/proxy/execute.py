@@ -50,7 +50,11 @@ class Executing:
 
     async def execute(self, tool: LoadedTool, facts: ToolFacts, allowed: Execute, progress: ProgressRelay) -> Result:
         session = allowed.session
-        on_progress = progress.upstream()  # the server's progress to the host; the gate never sees it
+        # The server's progress to the host; the gate never sees it. Its message is the server's
+        # text: passed on, it taints this process as a result would.
+        on_progress = progress.upstream(
+            lambda: self.parts.untrusted.returned(tool.server, tool.name, session.run_id, via="progress")
+        )
 
         async def call_upstream(request: ToolRequest) -> ToolOutcome:
             return await tool.call(canonical.policy_text(request.args), on_progress)
@@ -105,21 +109,31 @@ class Executing:
         if obs is None:
             session.close()
             return answers.prose(model_text.unavailable(model_text.OUTCOME_NOT_RECORDED))
+        # A result, and any error whose text the server chose (its isError result, its JSON-RPC
+        # error, an answer refused at the boundary), is the server's text for the model.
+        quoted = attempts.carries_server_text(obs.tree()) and self.parts.untrusted.returned(
+            tool.server, tool.name, session.run_id
+        )
         if obs.kind == "tool_result":
             session.close()  # the row was settled with the outcome
-            untrusted = self.parts.untrusted
-            untrusted.returned(tool.server, tool.name, session.run_id)
-            return answers.tool_result(obs.content, obs.form, untrusted=untrusted.is_untrusted(tool.server))
+            return answers.tool_result(obs.content, obs.form, untrusted=quoted)
         if obs.kind != "tool_error":
             session.close()
             return answers.prose(model_text.unavailable(model_text.OUTCOME_NOT_RECORDED))
         content = obs.content if isinstance(obs.content, dict) else {}
         error = str(content.get("error", ""))
+        answer = await self._error_answer(tool, facts, session, obs, error, closed)
+        return answers.marked_untrusted(answer) if quoted else answer
+
+    async def _error_answer(
+        self, tool: LoadedTool, facts: ToolFacts, session: Session, obs: Observation, error: str, closed: list[str]
+    ) -> Result:
         if not closed:
             ended = _unknown_ending(facts, obs)
             if ended is not None:
                 async with self.lock:
-                    return await anyio.to_thread.run_sync(self._rerun, tool, session, ended, error)
+                    result: Result = await anyio.to_thread.run_sync(self._rerun, tool, session, ended, error)
+                    return result
         if closed == [CLOSE_UNRECORDED]:
             return answers.prose(model_text.unrecorded(error, tool.repeat_window))
         return answers.tool_error(error)

@@ -46,13 +46,21 @@ QUESTION_OVER_BUDGET = (
 )
 REASON_OVER_BUDGET_ASK = 'exceeds budget "{budget}" by {excess}'
 REASON_CLEAN_CONTEXT = (
-    "tool {name} requires a clean context, and this session already returned a result from untrusted "
-    "server {server} (tool {tool})"
+    "tool {name} requires a clean context, and this session already passed on content from untrusted "
+    "server {server} ({what})"
 )
 QUESTION_CLEAN_CONTEXT = (
     "May {remote} on server {server} run with these arguments after the model read untrusted content from "
-    "server {source_server} (tool {source_tool})?"
+    "server {source_server} ({what})?"
 )
+
+
+def untrusted_what(tool: str, via: str) -> str:
+    """Which of an untrusted server's texts the host was given: a tool call's (its result, error,
+    progress, or a DUPLICATE quoting it), or another path's (``via``: the method that carried it)."""
+    if via:
+        return f"{via} of tool {tool}" if tool else via
+    return f"tool {tool}"
 
 
 # =============================================================================================
