@@ -199,3 +199,14 @@ async def test_a_fresh_proxy_answering_a_duplicate_from_the_record_taints_as_the
     assert_waits_for_an_operator(tmp_path, answer)
     requests = (tmp_path / "steer.requests").read_text().splitlines()
     assert requests.count("tools/call record") == 1  # the duplicate was answered from the record
+
+
+async def test_a_servers_instructions_never_reach_the_host_and_taint_nothing(
+    tmp_path: Path, program_argv: list[str], program_env: dict[str, str]
+) -> None:
+    config = await anyio.to_thread.run_sync(lambda: write_config(tmp_path))
+    async with raw_host(program_argv, config, program_env, era=ERA, tasks=False) as host:
+        await host.result("tools/list", {})  # every server connected and listed
+        assert STEER not in json.dumps(host.initialized)
+        assert await pays_mallory(host) == "paid 50.00 to mallory"
+    assert approvals(tmp_path) == [] and count_payments(tmp_path / "ledger") == 1
