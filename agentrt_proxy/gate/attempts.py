@@ -30,8 +30,9 @@ from agentrt_proxy.store import (
 
 # The approval kind of a re-run of an attempt whose outcome is unknown (runtime-core §3.1).
 INTERRUPTED_SIDE_EFFECT = "interrupted_side_effect"
-Ended = str  # "cut_off", "timed_out" or "no_answer"
+Ended = str  # "cut_off", "timed_out", "refused" or "no_answer"
 NOT_SENT = "not_sent"  # the failure recorded for a request that never reached its server (model.py)
+HTTP_STATUS = "http_status"  # the server refused the request with an HTTP error status (model.py)
 
 
 @dataclass(frozen=True)
@@ -172,6 +173,8 @@ def classify_tool_error(obs: dict[str, Any], read_only: bool, is_known_answer: C
     failure = content.get("failure") if isinstance(content, dict) else None
     if failure == "timeout":
         return "timed_out"
+    if failure == HTTP_STATUS:
+        return "refused"  # the server refused it, and may have acted on it first
     if failure in ("invalid_content", NOT_SENT):
         return None
     if is_known_answer(error_text(obs)):

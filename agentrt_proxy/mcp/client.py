@@ -26,6 +26,7 @@ from agentrt_proxy.canonical.quoting import go_escape, go_quote
 from agentrt_proxy.mcp import jsonrpc
 from agentrt_proxy.mcp.errors import (
     ConnectError,
+    HTTPStatusError,
     McpError,
     MessageTooLarge,
     NotSentError,
@@ -35,7 +36,7 @@ from agentrt_proxy.mcp.errors import (
 )
 from agentrt_proxy.mcp.framing import Oversize
 from agentrt_proxy.mcp.jsonrpc import METHOD_NOT_FOUND, DecodeFailure, ErrorResponse, Notification, Request, Response
-from agentrt_proxy.mcp.outcomes import NoAnswer, NoAnswerKind, NotSent, Refused, RpcError, ToolOutcome
+from agentrt_proxy.mcp.outcomes import HttpStatus, NoAnswer, NoAnswerKind, NotSent, Refused, RpcError, ToolOutcome
 from agentrt_proxy.mcp.oversize import answer_id
 from agentrt_proxy.mcp.results import map_result
 from agentrt_proxy.mcp.spans import SpanError, find_span, iter_elements, top_level_id
@@ -257,8 +258,10 @@ class Connection:
 
     async def _send_in_session(self, data: bytes, attempt: _Attempt) -> None:
         """Send a request in a live session: a request the server refused for a session it no
-        longer knows was not processed, so it goes once more, on a new session. A second refusal
-        (``SessionExpired`` is a ``NotSentError``) leaves it not sent: no loop."""
+        longer knows was not processed, so it goes once more, on a new session. The same refusal
+        in the session just begun is the server's answer to a request it was sent whole twice
+        (``HTTPStatusError``, never not-sent: a server that forgets a new session keeps no promise
+        about what it processed); no loop."""
         if self._stale or self._renewing.locked():
             await self._renew(None)
         try:
@@ -268,7 +271,10 @@ class Connection:
             attempt.out = False
             await self._renew(exc.session_id)
             attempt.out = True
-            await self._transport.send(data, expects_answer=True, timeout=None)
+            try:
+                await self._transport.send(data, expects_answer=True, timeout=None)
+            except SessionExpired as again:
+                raise HTTPStatusError(f"{again}, again in the session just begun", again.status) from again
 
     async def _renew(self, expired: str | None) -> None:
         """Start a new session after the server forgot ``expired`` (None: wait for a renewal under
@@ -471,6 +477,8 @@ class Connection:
             return NoAnswer("timeout", f"{prefix}: timed out after {format_go(timeout_ns)}")
         if isinstance(pending.failure, NotSentError):
             return NotSent(f"{prefix}: {go_escape(str(pending.failure))}")
+        if isinstance(pending.failure, HTTPStatusError):  # the server refused it: it may have acted first
+            return HttpStatus(pending.failure.status, f"{prefix}: {go_escape(str(pending.failure))}")
         if isinstance(pending.failure, MessageTooLarge) and pending.failure.answered:
             return Refused(f"{pending.failure} (max_message_bytes)", b"")  # the server answered
         if pending.failure is not None:

@@ -60,6 +60,7 @@ QUOTED_RESULT_BOUND = 64 * 1024
 ENDED_HOW = {
     "timed_out": "timed out before the server answered",
     "no_answer": "failed without an answer from the server",
+    "refused": "was refused by the server with an HTTP error status, and the server may have acted on it first",
     "cut_off": "was cut off before its outcome was recorded",
 }
 

@@ -120,6 +120,8 @@ DETAIL_CONFLICT = (
 )
 ERR_RPC = "{tool}: the server answered with JSON-RPC error {code}: {message}"
 ERR_NO_ANSWER = "{tool}: no answer from the server ({kind}): {detail}"
+# The server refused a request it was sent whole with an HTTP error status: it may have acted first.
+ERR_HTTP_STATUS = "{tool}: the server refused the request: {detail}"
 # A request that provably never reached its server (the wire's NotSent): a known failure.
 ERR_NOT_SENT = "{tool}: nothing was sent to the server: {detail}"
 
