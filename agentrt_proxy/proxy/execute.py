@@ -26,6 +26,7 @@ from agentrt_proxy.mcp.outcomes import ToolOutcome
 from agentrt_proxy.proxy import answers
 from agentrt_proxy.proxy.applied import Execute
 from agentrt_proxy.proxy.begin import Beginning, propose
+from agentrt_proxy.proxy.late_record import LateRecords
 from agentrt_proxy.proxy.parts import CallParts
 from agentrt_proxy.proxy.progress import ProgressRelay
 from agentrt_proxy.proxy.rules import ToolFacts
@@ -47,6 +48,7 @@ class Executing:
         self.settling = settling
         self.beginning = beginning
         self.lock = lock  # the process's lock of the rules: the re-run decides under it
+        self.late = LateRecords(parts.store, parts.clock, parts.log)  # outcomes the store refused
 
     async def execute(self, tool: LoadedTool, facts: ToolFacts, allowed: Execute, progress: ProgressRelay) -> Result:
         session = allowed.session
@@ -96,11 +98,16 @@ class Executing:
         except (RunStateError, LeaseLost):
             return answers.prose(model_text.in_progress())
         except OutcomeNotRecorded as err:
-            # The call ended and its outcome is not in the store: say whether it executed. The
-            # step stays EXECUTING there; once its lease expires the next call takes it over.
-            self.log.error(operator_text.outcome_not_recorded(session.run_id, tool.name, str(err)))
+            # The call ended and its outcome is not in the store: say whether it executed, to the
+            # host and the operator alike, and keep it, to record on the run once the store takes
+            # writes again. The step stays EXECUTING; once its lease expires the next call takes
+            # it over, and says what the server answered (proxy/late_record.py).
+            said, became = _not_recorded(facts, err.observation)
+            self.log.error(operator_text.outcome_not_recorded(session.run_id, tool.name, str(err), became))
+            if became != operator_text.NOT_RECORDED_NOT_SENT and err.step_id:
+                self.late.keep(session.run_id, err.step_id, tool.name, err.observation)
             _close_quietly(session)
-            return answers.prose(model_text.unavailable(_not_recorded(facts, err.observation)))
+            return answers.prose(model_text.unavailable(said))
         except StoreError as err:
             self.log.error(f"run {session.run_id}: {err}")
             _close_quietly(session)
@@ -194,13 +201,14 @@ def _close_quietly(session: Session) -> None:
         session.end()
 
 
-def _not_recorded(tool: ToolFacts, obs: Observation) -> str:
-    """What an UNAVAILABLE answer says of a call whose outcome could not be recorded."""
+def _not_recorded(tool: ToolFacts, obs: Observation) -> tuple[str, str]:
+    """What an UNAVAILABLE answer says of a call whose outcome could not be recorded, and what
+    the operator's line says became of it."""
     if attempts.not_sent(obs.tree()):
-        return model_text.NOT_SENT_NOT_RECORDED
+        return model_text.NOT_SENT_NOT_RECORDED, operator_text.NOT_RECORDED_NOT_SENT
     if obs.kind == "tool_result" or _unknown_ending(tool, obs) is None:
-        return model_text.ANSWERED_NOT_RECORDED
-    return model_text.MAYBE_EXECUTED_NOT_RECORDED
+        return model_text.ANSWERED_NOT_RECORDED, operator_text.NOT_RECORDED_EXECUTED
+    return model_text.MAYBE_EXECUTED_NOT_RECORDED, operator_text.NOT_RECORDED_MAYBE
 
 
 def _closing(tool: ToolFacts, obs: Observation) -> str:

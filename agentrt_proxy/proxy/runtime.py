@@ -236,6 +236,7 @@ class Runtime:
         for task in list(self._relists):
             task.cancel()
         await self.notes.aclose()
+        await self.rules.executing.late.aclose()
         await self.opened.aclose()
         await anyio.to_thread.run_sync(self.store.close)
 
