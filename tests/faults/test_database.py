@@ -186,3 +186,4 @@ async def test_a_full_database_never_answers_a_new_request_in_progress_and_names
             for line in host.stderr.splitlines()
         ), host.stderr
         assert w.payments() == 2 and "Traceback" not in host.stderr
+        assert_nothing_half_recorded(w)
