@@ -34,9 +34,7 @@ class Attaching:
         self.log = log
         self.guarded = guarded
 
-    def _attach(
-        self, run_id: str, could_not: str, taking_over: str = ""
-    ) -> tuple[Session | None, Verdict] | Applied:
+    def _attach(self, run_id: str, could_not: str, taking_over: str = "") -> tuple[Session | None, Verdict] | Applied:
         """Attach to a run (collect, or take over a run of tool ``taking_over``); what a failed
         attach answers instead. A store that refuses the write is UNAVAILABLE, never a lost race:
         deciding again would only fail again, and end in a false IN_PROGRESS."""
