@@ -246,7 +246,7 @@ class Demo:
 
     async def call(self, conn: Any, tool: str, args: dict[str, Any], *, quiet: bool = False) -> Seen:
         """The model calls ``tool``; print the call and what the model sees."""
-        from agentrt_proxy.mcp.outcomes import NoAnswer, Refused, Result, RpcError
+        from agentrt_proxy.mcp.outcomes import HttpStatus, NoAnswer, Refused, Result, RpcError
 
         if not quiet:
             say(f"   model calls {tool} {compact(args)}")
@@ -257,9 +257,11 @@ class Demo:
             seen = Seen(f"(protocol error {outcome.code}: {outcome.message})", True)
         elif isinstance(outcome, NoAnswer):
             seen = Seen(f"(no answer: {outcome.detail})", True)
+        elif isinstance(outcome, HttpStatus):
+            seen = Seen(f"(refused by the server: {outcome.detail})", True)
         elif isinstance(outcome, Refused):
             seen = Seen(f"(an answer that is not usable JSON: {outcome.reason})", True)
-        else:  # pragma: no cover - the client returns one of the four
+        else:  # pragma: no cover - the client returns one of the five
             seen = Seen(repr(outcome), True)
         if not quiet:
             say(f"   model sees{' (isError)' if seen.is_error else ''}: {one_line(seen.text)}")

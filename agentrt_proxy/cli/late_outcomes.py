@@ -34,7 +34,8 @@ def late_outcome_lines(store: Store, approval: Approval) -> list[str]:
         observation = payload.get("observation")
         obs = observation if isinstance(observation, dict) else {}
         summary = escaping.clean(str(obs.get("summary", "")), SUMMARY_BYTES)
-        lines.append(operator_text.op_block_late_outcome(str(obs.get("kind", "")), summary))
+        not_recorded = payload.get("not_recorded") is True  # proxy/late_record.py: answered in time
+        lines.append(operator_text.op_block_late_outcome(str(obs.get("kind", "")), summary, not_recorded))
     return lines
 
 

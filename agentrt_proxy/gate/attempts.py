@@ -30,8 +30,9 @@ from agentrt_proxy.store import (
 
 # The approval kind of a re-run of an attempt whose outcome is unknown (runtime-core §3.1).
 INTERRUPTED_SIDE_EFFECT = "interrupted_side_effect"
-Ended = str  # "cut_off", "timed_out" or "no_answer"
+Ended = str  # "cut_off", "timed_out", "refused" or "no_answer"
 NOT_SENT = "not_sent"  # the failure recorded for a request that never reached its server (model.py)
+HTTP_STATUS = "http_status"  # the server refused the request with an HTTP error status (model.py)
 
 
 @dataclass(frozen=True)
@@ -133,6 +134,23 @@ def not_sent(obs: dict[str, Any]) -> bool:
     return obs.get("kind") == "tool_error" and isinstance(content, dict) and content.get("failure") == NOT_SENT
 
 
+# The failures whose recorded text is the proxy's own, never a server's: nothing reached it, the
+# call's time ran out, or the call was cancelled here.
+_OWN_TEXT_FAILURES = (NOT_SENT, "timeout", "cancelled")
+
+
+def carries_server_text(obs: dict[str, Any]) -> bool:
+    """Whether a recorded outcome holds text its server chose: a result, a tool's error
+    (``isError``), a JSON-RPC error's message, an answer the boundary refused, or a failure whose
+    detail may quote the server (an HTTP status with its body). Untrusted when the server is."""
+    kind = obs.get("kind")
+    if kind == "tool_result":
+        return True
+    content = obs.get("content")
+    failure = content.get("failure") if isinstance(content, dict) else None
+    return kind == "tool_error" and failure not in _OWN_TEXT_FAILURES
+
+
 def executed(step: Step) -> bool:
     """The step's tool ran and its outcome was recorded (a result or an error that came back
     from it); a request that never reached the server did not run."""
@@ -155,6 +173,8 @@ def classify_tool_error(obs: dict[str, Any], read_only: bool, is_known_answer: C
     failure = content.get("failure") if isinstance(content, dict) else None
     if failure == "timeout":
         return "timed_out"
+    if failure == HTTP_STATUS:
+        return "refused"  # the server refused it, and may have acted on it first
     if failure in ("invalid_content", NOT_SENT):
         return None
     if is_known_answer(error_text(obs)):

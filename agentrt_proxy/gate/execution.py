@@ -135,10 +135,11 @@ class OutcomeNotRecorded(StoreUnavailable):
     back, for the answer to say whether the call executed; the run's step stays EXECUTING in the
     store, so once its lease expires the next call takes it over and asks an operator."""
 
-    def __init__(self, observation: Observation, cause: StoreUnavailable) -> None:
+    def __init__(self, observation: Observation, cause: StoreUnavailable, step_id: str = "") -> None:
         super().__init__(str(cause))
         self.observation = observation
         self.cause = cause
+        self.step_id = step_id  # the step left EXECUTING: where a late record of it belongs
 
 CallTool = Callable[[ToolRequest], Awaitable[outcomes.ToolOutcome]]
 OnRecorded = Callable[[Observation], None]
@@ -220,7 +221,7 @@ class Execution:
                 return verdict
             except StoreUnavailable as err:
                 if isinstance(err, StoreGone | StoreCorrupt) or time.monotonic() + pause >= deadline:
-                    raise OutcomeNotRecorded(obs, err) from err
+                    raise OutcomeNotRecorded(obs, err, self.step.id) from err
             await anyio.sleep(pause)
             pause = min(pause * 2, RECORD_RETRY_MAX_S)
 

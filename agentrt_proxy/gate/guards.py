@@ -36,6 +36,7 @@ from agentrt_proxy.text.record_text import (
     REASON_OVER_BUDGET_ASK,
     REASON_UNPRICED_BUDGET,
     REASON_UNRESOLVED,
+    untrusted_what,
 )
 
 OVER_BUDGET_KIND = "over_budget"
@@ -155,13 +156,14 @@ class Guards:
         source = view.context.get("untrusted") if isinstance(view.context, Mapping) else None
         if not isinstance(source, Mapping):
             return None
-        server, source_tool = str(source.get("server", "")), str(source.get("tool", ""))
-        reason = REASON_CLEAN_CONTEXT.format(name=tool.name, server=server, tool=source_tool)
+        server = str(source.get("server", ""))
+        what = untrusted_what(str(source.get("tool", "")), str(source.get("via", "")))
+        reason = REASON_CLEAN_CONTEXT.format(name=tool.name, server=server, what=what)
         if outcome == DENY:
             return Ruling(DENY, reason, CLEAN_CONTEXT_KIND)
         cap = {**capability(tool, request.args), "untrusted": dict(source)}
         question = QUESTION_CLEAN_CONTEXT.format(
-            remote=tool.remote, server=tool.server, source_server=server, source_tool=source_tool
+            remote=tool.remote, server=tool.server, source_server=server, what=what
         )
         return Ruling(
             REQUIRE_APPROVAL, reason, CLEAN_CONTEXT_KIND, cap, {"question": question, **cap, "reason": reason}

@@ -19,6 +19,7 @@ from agentrt_proxy.mcp import outcomes
 from agentrt_proxy.store import Approval, Run, Step
 from agentrt_proxy.text.record_text import (
     ERR_ARGS_UNUSABLE,
+    ERR_HTTP_STATUS,
     ERR_NO_ANSWER,
     ERR_NOT_SENT,
     ERR_RESULT_UNUSABLE,
@@ -290,6 +291,8 @@ def observation_from_outcome(tool: str, outcome: outcomes.ToolOutcome) -> Observ
         return tool_error(tool, ERR_NO_ANSWER.format(tool=tool, kind=outcome.kind, detail=outcome.detail), "error")
     if isinstance(outcome, outcomes.NotSent):
         return tool_error(tool, ERR_NOT_SENT.format(tool=tool, detail=outcome.detail), attempts.NOT_SENT)
+    if isinstance(outcome, outcomes.HttpStatus):
+        return tool_error(tool, ERR_HTTP_STATUS.format(tool=tool, detail=outcome.detail), attempts.HTTP_STATUS)
     if isinstance(outcome, outcomes.RpcError):
         return tool_error(tool, ERR_RPC.format(tool=tool, code=outcome.code, message=outcome.message), "error")
     if isinstance(outcome, outcomes.Refused):

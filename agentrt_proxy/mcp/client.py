@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
@@ -26,6 +25,7 @@ from agentrt_proxy.canonical.quoting import go_escape, go_quote
 from agentrt_proxy.mcp import jsonrpc
 from agentrt_proxy.mcp.errors import (
     ConnectError,
+    HTTPStatusError,
     McpError,
     MessageTooLarge,
     NotSentError,
@@ -35,10 +35,11 @@ from agentrt_proxy.mcp.errors import (
 )
 from agentrt_proxy.mcp.framing import Oversize
 from agentrt_proxy.mcp.jsonrpc import METHOD_NOT_FOUND, DecodeFailure, ErrorResponse, Notification, Request, Response
-from agentrt_proxy.mcp.outcomes import NoAnswer, NoAnswerKind, NotSent, Refused, RpcError, ToolOutcome
+from agentrt_proxy.mcp.listing import ListedTool, listed_page
+from agentrt_proxy.mcp.outcomes import HttpStatus, NoAnswer, NoAnswerKind, NotSent, Refused, RpcError, ToolOutcome
 from agentrt_proxy.mcp.oversize import answer_id, too_long, whole_characters
 from agentrt_proxy.mcp.results import map_result
-from agentrt_proxy.mcp.spans import SpanError, find_span, iter_elements, top_level_id
+from agentrt_proxy.mcp.spans import top_level_id
 from agentrt_proxy.mcp.spec import (
     CLIENT_INFO,
     CLIENT_PROTOCOL_VERSION,
@@ -64,18 +65,6 @@ FORWARDED_BY = {"sampling/createMessage": "sampling", "elicitation/create": "eli
 # A relay of a server's request: (server's method, its params) -> the answer's ``result`` or
 # ``error`` member, as a dict ({"result": ...} or {"error": {"code", "message"}}).
 RequestHandler = Callable[[str, dict[str, Any] | None], Awaitable[dict[str, Any]]]
-
-
-@dataclass(frozen=True)
-class ListedTool:
-    """One tool as the server lists it; ``input_schema_raw`` is the exact wire text."""
-
-    name: str
-    description: str | None
-    title: str | None
-    annotations: dict[str, Any] | None
-    input_schema_raw: str | None
-    decoded: dict[str, Any] = field(repr=False)
 
 
 def _number(value: Any) -> float | None:
@@ -269,8 +258,10 @@ class Connection:
 
     async def _send_in_session(self, data: bytes, attempt: _Attempt) -> None:
         """Send a request in a live session: a request the server refused for a session it no
-        longer knows was not processed, so it goes once more, on a new session. A second refusal
-        (``SessionExpired`` is a ``NotSentError``) leaves it not sent: no loop."""
+        longer knows was not processed, so it goes once more, on a new session. The same refusal
+        in the session just begun is the server's answer to a request it was sent whole twice
+        (``HTTPStatusError``, never not-sent: a server that forgets a new session keeps no promise
+        about what it processed); no loop."""
         if self._stale or self._renewing.locked():
             await self._renew(None)
         try:
@@ -280,7 +271,10 @@ class Connection:
             attempt.out = False
             await self._renew(exc.session_id)
             attempt.out = True
-            await self._transport.send(data, expects_answer=True, timeout=None)
+            try:
+                await self._transport.send(data, expects_answer=True, timeout=None)
+            except SessionExpired as again:
+                raise HTTPStatusError(f"{again}, again in the session just begun", again.status) from again
 
     async def _renew(self, expired: str | None) -> None:
         """Start a new session after the server forgot ``expired`` (None: wait for a renewal under
@@ -398,7 +392,7 @@ class Connection:
         cursor: str | None = None
         for _page in range(MAX_TOOL_PAGES):
             answer = await self._roundtrip("tools/list", {"cursor": cursor} if cursor is not None else None)
-            tools.extend(self._page(answer, names))
+            tools.extend(listed_page(answer, names))
             if len(tools) > MAX_TOOLS:
                 raise TransportError(f"more than {MAX_TOOLS} tools")
             nxt = answer.result.get("nextCursor") if isinstance(answer.result, dict) else None
@@ -409,39 +403,6 @@ class Connection:
             cursors.add(nxt)
             cursor = nxt
         raise TransportError(f"more than {MAX_TOOL_PAGES} pages")
-
-    @staticmethod
-    def _page(answer: Response, names: set[str]) -> list[ListedTool]:
-        if not isinstance(answer.result, dict) or not isinstance(answer.result.get("tools"), list):
-            raise TransportError("the raw tools/list result: no tools array")
-        text = answer.text
-        try:
-            span = find_span(text, ["result", "tools"])
-            assert span is not None
-            elements = list(iter_elements(text, span[0]))
-        except SpanError as exc:
-            raise TransportError(f"the raw tools/list result: {exc}") from exc
-        out: list[ListedTool] = []
-        for (start, _end), tool in zip(elements, answer.result["tools"], strict=True):
-            if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
-                raise TransportError("the raw tools/list result: a tool without a name")
-            name = tool["name"]
-            if name in names:
-                raise TransportError(f"the server lists tool {go_quote(name)} twice")
-            names.add(name)
-            schema_span = find_span(text, ["inputSchema"], start)
-            description, title, annotations = tool.get("description"), tool.get("title"), tool.get("annotations")
-            out.append(
-                ListedTool(
-                    name=name,
-                    description=description if isinstance(description, str) else None,
-                    title=title if isinstance(title, str) else None,
-                    annotations=annotations if isinstance(annotations, dict) else None,
-                    input_schema_raw=None if schema_span is None else text[schema_span[0] : schema_span[1]],
-                    decoded=tool,
-                )
-            )
-        return out
 
     # ------------------------------------------------------------------ calls
 
@@ -489,6 +450,8 @@ class Connection:
             return NoAnswer("timeout", f"{prefix}: timed out after {format_go(timeout_ns)}")
         if isinstance(pending.failure, NotSentError):
             return NotSent(f"{prefix}: {go_escape(str(pending.failure))}")
+        if isinstance(pending.failure, HTTPStatusError):  # the server refused it: it may have acted first
+            return HttpStatus(pending.failure.status, f"{prefix}: {go_escape(str(pending.failure))}")
         if isinstance(pending.failure, MessageTooLarge) and pending.failure.answered:
             return Refused(f"{pending.failure} (max_message_bytes)", b"")  # the server answered
         if pending.failure is not None:

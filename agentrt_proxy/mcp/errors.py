@@ -68,8 +68,21 @@ class MessageTooLarge(TransportError, UpstreamProtocolError):
 class SessionExpired(NotSentError):
     """The HTTP server answered 404 (or the npm servers' 400 "No valid session ID") to a request
     carrying ``session_id``: it no longer knows the session and did not process the request. The
-    session starts a new one and sends the request once more; unrenewed, it stays not sent."""
+    session starts a new one and sends the request once more; unrenewed, it stays not sent. The
+    same answer to the request sent again in the new session is an ``HTTPStatusError``: a server
+    that forgets a session it has just begun is not keeping the promise this rests on."""
 
-    def __init__(self, message: str, session_id: str) -> None:
+    def __init__(self, message: str, session_id: str, status: int = 404) -> None:
         super().__init__(message)
         self.session_id = session_id
+        self.status = status
+
+
+class HTTPStatusError(TransportError, UpstreamProtocolError):
+    """The HTTP server answered a request it was sent whole with an error status (4xx, 5xx) and
+    no JSON-RPC answer: the server refused it, and only the server knows whether it acted on it
+    first. Never "not sent"; a mutation's outcome is unknown."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status

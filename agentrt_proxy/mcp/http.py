@@ -14,7 +14,9 @@ first byte could not be written on a reused connection. A failure to connect is
 
 A 404 (or the npm servers' 400 "No valid session ID") on a request that carried a
 session id means the server no longer knows the session and did not process the
-request: ``SessionExpired``, which the session answers by starting a new one.
+request: ``SessionExpired``, which the session answers by starting a new one. Any other error
+status to a request sent whole is the server's refusal, ``HTTPStatusError``: it may have acted
+first, so it is never not-sent.
 
 A request's SSE stream that ends before its answer is resumed as 2025-11-25 says: after
 the server's ``retry:`` time (1 s if it sent none) the client GETs the endpoint with
@@ -39,7 +41,14 @@ import anyio.lowlevel
 import anyio.to_thread
 
 from agentrt_proxy.canonical.quoting import go_escape
-from agentrt_proxy.mcp.errors import MessageTooLarge, NotSentError, SessionClosed, SessionExpired, TransportError
+from agentrt_proxy.mcp.errors import (
+    HTTPStatusError,
+    MessageTooLarge,
+    NotSentError,
+    SessionClosed,
+    SessionExpired,
+    TransportError,
+)
 from agentrt_proxy.mcp.http_listen import Listener
 from agentrt_proxy.mcp.http_pool import Conn, Pool, describe
 from agentrt_proxy.mcp.spans import top_level_id
@@ -277,12 +286,13 @@ class HTTPTransport:
         if status >= 400:
             body = self._read_body(resp)
             if sent_session is not None and _session_gone(status, body):
-                raise SessionExpired(f"the server no longer knows the session (HTTP {status})", sent_session)
+                raise SessionExpired(f"the server no longer knows the session (HTTP {status})", sent_session, status)
             if self._deliver_error(body):
                 return not resp.will_close, None
             snippet = go_escape(body[:200].decode("utf-8", "replace").strip())
-            raise TransportError(
-                f"the server answered HTTP {status} {go_escape(resp.reason)}" + (f": {snippet}" if snippet else "")
+            raise HTTPStatusError(
+                f"the server answered HTTP {status} {go_escape(resp.reason)}" + (f": {snippet}" if snippet else ""),
+                status,
             )
         media = (resp.getheader("Content-Type") or "").split(";")[0].strip().lower()
         if media == "text/event-stream":

@@ -75,6 +75,27 @@ class NotSent:
     detail: str
 
 
-ToolOutcome = Result | RpcError | NoAnswer | Refused | NotSent
+@dataclass(frozen=True)
+class HttpStatus:
+    """The HTTP server answered the request, sent whole, with an error status and no JSON-RPC
+    answer (``errors.HTTPStatusError``): the server refused it, and may have acted on it first.
+    Never ``NotSent``: a mutation's outcome is unknown. ``detail`` names the server, the status
+    and the start of its body."""
 
-__all__ = ["CALL_TOOL_RESULT", "NoAnswer", "NoAnswerKind", "NotSent", "Refused", "Result", "RpcError", "ToolOutcome"]
+    status: int
+    detail: str
+
+
+ToolOutcome = Result | RpcError | NoAnswer | Refused | NotSent | HttpStatus
+
+__all__ = [
+    "CALL_TOOL_RESULT",
+    "HttpStatus",
+    "NoAnswer",
+    "NoAnswerKind",
+    "NotSent",
+    "Refused",
+    "Result",
+    "RpcError",
+    "ToolOutcome",
+]

@@ -31,9 +31,12 @@ class Refuse:
 
 @dataclass(frozen=True)
 class Duplicate:
-    """Rule 5: this request executed with a known outcome within the window."""
+    """Rule 5: this request executed with a known outcome within the window. ``quotes_server``:
+    the text quotes what the server answered (its result or error) in run ``run_id``."""
 
     text: str
+    run_id: str = ""
+    quotes_server: bool = False
 
 
 @dataclass(frozen=True)

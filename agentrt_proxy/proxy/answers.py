@@ -81,6 +81,20 @@ def _passed_through(record: dict[str, Any], untrusted: bool = False) -> dict[str
     return result
 
 
+def marked_untrusted(result: dict[str, Any]) -> dict[str, Any]:
+    """One of the proxy's answers that quotes an untrusted server's text (its error, a DUPLICATE
+    quoting its result), marked as that server's result is (``UNTRUSTED_META_KEY``)."""
+    meta = result.get("_meta")
+    result["_meta"] = {**(meta if isinstance(meta, dict) else {}), UNTRUSTED_META_KEY: True}
+    return result
+
+
+def is_marked_untrusted(result: Any) -> bool:
+    """Whether an answer (a task's recorded one, decoded) carries the untrusted mark."""
+    meta = result.get("_meta") if isinstance(result, dict) else None
+    return isinstance(meta, dict) and meta.get(UNTRUSTED_META_KEY) is True
+
+
 def outcome_of(result: dict[str, Any]) -> str | None:
     """The proxy's own outcome an answer carries (``PENDING_APPROVAL``, …), ``None`` for a tool's result."""
     meta = result.get("_meta")

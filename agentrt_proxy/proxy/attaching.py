@@ -19,10 +19,11 @@ from agentrt_proxy.gate import (
 from agentrt_proxy.proxy import answers, verdict_text
 from agentrt_proxy.proxy.applied import Answer, Applied, DecideAgain, Execute, Pending, Retry
 from agentrt_proxy.proxy.guarded import Guarded
+from agentrt_proxy.proxy.late_record import late_summary
 from agentrt_proxy.proxy.parts import OperatorLog
 from agentrt_proxy.proxy.settling import Settling, closing_of_denied
-from agentrt_proxy.store import RunLeased, RunStateError, StoreError
-from agentrt_proxy.text import model_text
+from agentrt_proxy.store import RunLeased, RunStateError, StoreError, StoreUnavailable
+from agentrt_proxy.text import model_text, operator_text
 from agentrt_proxy.text.operator_text import CLOSE_TAKEN_OVER
 
 
@@ -33,8 +34,10 @@ class Attaching:
         self.log = log
         self.guarded = guarded
 
-    def _attach(self, run_id: str, could_not: str) -> tuple[Session | None, Verdict] | Applied:
-        """Attach to a run (collect or take over); what a failed attach answers instead."""
+    def _attach(self, run_id: str, could_not: str, taking_over: str = "") -> tuple[Session | None, Verdict] | Applied:
+        """Attach to a run (collect, or take over a run of tool ``taking_over``); what a failed
+        attach answers instead. A store that refuses the write is UNAVAILABLE, never a lost race:
+        deciding again would only fail again, and end in a false IN_PROGRESS."""
         try:
             return self.gate.attach(run_id)
         except RunLeased:
@@ -42,7 +45,10 @@ class Attaching:
         except RunStateError:
             return Retry()
         except (StoreError, ValueError) as err:
-            self.log.error(f"run {run_id}: {err}")
+            if taking_over:
+                self.log.error(operator_text.could_not_take_over(run_id, taking_over, str(err)))
+            else:
+                self.log.error(f"run {run_id}: {err}")
             return Answer(answers.prose(model_text.unavailable(could_not)))
 
     def expire(self, run_id: str) -> DecideAgain:
@@ -96,6 +102,8 @@ class Attaching:
             if isinstance(attached, tuple) and attached[0] is not None:
                 attached[0].end()  # its writes were rolled back
             self.log.error(f"run {run_id}: {err}")
+            if isinstance(err, StoreUnavailable):  # the database refused it: deciding again would too
+                return Answer(answers.prose(model_text.unavailable(model_text.COULD_NOT_COLLECT)))
             return Retry()
         return attached
 
@@ -108,15 +116,21 @@ class Attaching:
         attempt = attempts.interrupted_attempt(latest)
         return attempt.run_id if attempt is not None and attempt.run_id != run_id else ""
 
-    def take_over(self, tool_name: str, run_id: str) -> Applied | DecideAgain:
+    def take_over(
+        self, tool_name: str, run_id: str, could_not: str = model_text.COULD_NOT_RECOVER
+    ) -> Applied | DecideAgain:
         """Rule 3: a mutating call cut off while executing now waits on an interruption
         approval; anything else cut off leaves nothing to execute, and its run is ended."""
-        attached = self._attach(run_id, model_text.COULD_NOT_RECOVER)
+        attached = self._attach(run_id, could_not, taking_over=tool_name)
         if not isinstance(attached, tuple):
             return attached
         session, verdict = attached
         if verdict.outcome == PENDING and verdict.approval is not None:
-            self.log.cut_off(run_id, tool_name)
+            late = late_summary(self.gate.store, run_id)
+            if late is None:
+                self.log.cut_off(run_id, tool_name)
+            else:  # the proxy that lost the run kept what its server answered, and recorded it late
+                self.log.write_stderr(operator_text.operator_cut_off_answered(run_id, tool_name, late))
             self.log.waits(verdict.approval, tool_name)
             return Pending(verdict.approval)
         if verdict.outcome == ENDED or session is None:
@@ -128,9 +142,9 @@ class Attaching:
     def take_over_other(self, tool_name: str, run_id: str) -> Applied | DecideAgain:
         """Another request's run of this tool left running by a call that is gone: once taken
         over, a question about it blocks this call; a failure answers IN_PROGRESS."""
-        taken = self.take_over(tool_name, run_id)
+        taken = self.take_over(tool_name, run_id, model_text.COULD_NOT_WRITE)
         if isinstance(taken, Pending):
             return Answer(answers.prose(model_text.blocked_unknown(tool_name, taken.approval.id)))
-        if isinstance(taken, DecideAgain):
-            return taken
+        if isinstance(taken, DecideAgain | Answer):
+            return taken  # an Answer: the store refused the take-over, and nothing was executed
         return Answer(answers.prose(model_text.in_progress()))

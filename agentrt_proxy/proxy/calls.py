@@ -30,6 +30,7 @@ from agentrt_proxy.proxy.actions import (
     AwaitApproval,
     Begin,
     Collect,
+    Duplicate,
     Effect,
     Expire,
     TakeOver,
@@ -44,7 +45,15 @@ from agentrt_proxy.proxy.progress import ProgressRelay
 from agentrt_proxy.proxy.reading import CallReader
 from agentrt_proxy.proxy.settling import Settling
 from agentrt_proxy.proxy.view import CallView, ReadApprovals, ReadRows, ReadRun, ReadSteps
-from agentrt_proxy.store import Approval, StoreError, WouldBlock, new_run_id
+from agentrt_proxy.store import (
+    Approval,
+    StoreError,
+    StoreFull,
+    StoreLocked,
+    StoreReadOnly,
+    WouldBlock,
+    new_run_id,
+)
 from agentrt_proxy.text import model_text
 from agentrt_proxy.upstream import LoadedTool
 
@@ -147,7 +156,11 @@ class CallRules:
             return self._decide(tool, key, arguments_text)
         except StoreError as err:
             self.parts.log.error(f"{tool.name}: {err}")
-            return Answer(answers.prose(model_text.unavailable(model_text.COULD_NOT_READ)))
+            # A database refusing writes (full, read-only, locked past the busy timeout) refused
+            # a settlement or an effect the rules write before anything runs: say so, not "read".
+            refused_write = isinstance(err, StoreFull | StoreReadOnly | StoreLocked)
+            what = model_text.COULD_NOT_WRITE if refused_write else model_text.COULD_NOT_READ
+            return Answer(answers.prose(model_text.unavailable(what)))
 
     # ====================================================================== decide
 
@@ -195,6 +208,16 @@ class CallRules:
             if approval is None:
                 return Answer(answers.prose(model_text.unavailable(model_text.COULD_NOT_ASK)))
             return Answer(answers.prose(model_text.blocked_unknown(tool.name, approval.id)))
+        if isinstance(action, Duplicate):
+            return Answer(self._duplicate(tool, action))
         if isinstance(action, Answering):
             return Answer(answers.prose(action.text))
         raise TypeError(f"the rules answered an action nothing applies: {action!r}")
+
+    def _duplicate(self, tool: LoadedTool, action: Duplicate) -> dict[str, Any]:
+        """DUPLICATE. Quoting the earlier result or error, it quotes the server's text, read from
+        the record: it taints this process as that answer did (in whichever process gave it)."""
+        answer = answers.prose(action.text)
+        if action.quotes_server and self.parts.untrusted.returned(tool.server, tool.name, action.run_id):
+            return answers.marked_untrusted(answer)
+        return answer

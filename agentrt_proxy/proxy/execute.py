@@ -26,6 +26,7 @@ from agentrt_proxy.mcp.outcomes import ToolOutcome
 from agentrt_proxy.proxy import answers
 from agentrt_proxy.proxy.applied import Execute
 from agentrt_proxy.proxy.begin import Beginning, propose
+from agentrt_proxy.proxy.late_record import LateRecords
 from agentrt_proxy.proxy.parts import CallParts
 from agentrt_proxy.proxy.progress import ProgressRelay
 from agentrt_proxy.proxy.rules import ToolFacts
@@ -47,10 +48,15 @@ class Executing:
         self.settling = settling
         self.beginning = beginning
         self.lock = lock  # the process's lock of the rules: the re-run decides under it
+        self.late = LateRecords(parts.store, parts.clock, parts.log)  # outcomes the store refused
 
     async def execute(self, tool: LoadedTool, facts: ToolFacts, allowed: Execute, progress: ProgressRelay) -> Result:
         session = allowed.session
-        on_progress = progress.upstream()  # the server's progress to the host; the gate never sees it
+        # The server's progress to the host; the gate never sees it. Its message is the server's
+        # text: passed on, it taints this process as a result would.
+        on_progress = progress.upstream(
+            lambda: self.parts.untrusted.returned(tool.server, tool.name, session.run_id, via="progress")
+        )
 
         async def call_upstream(request: ToolRequest) -> ToolOutcome:
             return await tool.call(canonical.policy_text(request.args), on_progress)
@@ -94,11 +100,16 @@ class Executing:
         except (RunStateError, LeaseLost):
             return answers.prose(model_text.in_progress())
         except OutcomeNotRecorded as err:
-            # The call ended and its outcome is not in the store: say whether it executed. The
-            # step stays EXECUTING there; once its lease expires the next call takes it over.
-            self.log.error(operator_text.outcome_not_recorded(session.run_id, tool.name, str(err)))
+            # The call ended and its outcome is not in the store: say whether it executed, to the
+            # host and the operator alike, and keep it, to record on the run once the store takes
+            # writes again. The step stays EXECUTING; once its lease expires the next call takes
+            # it over, and says what the server answered (proxy/late_record.py).
+            said, became = _not_recorded(facts, err.observation)
+            self.log.error(operator_text.outcome_not_recorded(session.run_id, tool.name, str(err), became))
+            if became != operator_text.NOT_RECORDED_NOT_SENT and err.step_id:
+                self.late.keep(session.run_id, err.step_id, tool.name, err.observation)
             _close_quietly(session)
-            return answers.prose(model_text.unavailable(_not_recorded(facts, err.observation)))
+            return answers.prose(model_text.unavailable(said))
         except StoreError as err:
             self.log.error(f"run {session.run_id}: {err}")
             _close_quietly(session)
@@ -107,11 +118,14 @@ class Executing:
         if obs is None:
             session.close()
             return answers.prose(model_text.unavailable(model_text.OUTCOME_NOT_RECORDED))
+        # A result, and any error whose text the server chose (its isError result, its JSON-RPC
+        # error, an answer refused at the boundary), is the server's text for the model.
+        quoted = attempts.carries_server_text(obs.tree()) and self.parts.untrusted.returned(
+            tool.server, tool.name, session.run_id
+        )
         if obs.kind == "tool_result":
             session.close()  # the row was settled with the outcome
-            untrusted = self.parts.untrusted
-            untrusted.returned(tool.server, tool.name, session.run_id)
-            return answers.tool_result(obs.content, obs.form, untrusted=untrusted.is_untrusted(tool.server))
+            return answers.tool_result(obs.content, obs.form, untrusted=quoted)
         if obs.kind != "tool_error":
             session.close()
             return answers.prose(model_text.unavailable(model_text.OUTCOME_NOT_RECORDED))
@@ -122,11 +136,18 @@ class Executing:
                 model_text.not_sent_approval_stands(error, verdict.approval.id, self._grant_until(verdict.approval)),
                 is_error=True,
             )
+        answer = await self._error_answer(tool, facts, session, obs, error, closed)
+        return answers.marked_untrusted(answer) if quoted else answer
+
+    async def _error_answer(
+        self, tool: LoadedTool, facts: ToolFacts, session: Session, obs: Observation, error: str, closed: list[str]
+    ) -> Result:
         if not closed:
             ended = _unknown_ending(facts, obs)
             if ended is not None:
                 async with self.lock:
-                    return await anyio.to_thread.run_sync(self._rerun, tool, session, ended, error)
+                    result: Result = await anyio.to_thread.run_sync(self._rerun, tool, session, ended, error)
+                    return result
         if closed == [CLOSE_UNRECORDED]:
             return answers.prose(model_text.unrecorded(error, tool.repeat_window))
         return answers.tool_error(error)
@@ -192,13 +213,14 @@ def _close_quietly(session: Session) -> None:
         session.end()
 
 
-def _not_recorded(tool: ToolFacts, obs: Observation) -> str:
-    """What an UNAVAILABLE answer says of a call whose outcome could not be recorded."""
+def _not_recorded(tool: ToolFacts, obs: Observation) -> tuple[str, str]:
+    """What an UNAVAILABLE answer says of a call whose outcome could not be recorded, and what
+    the operator's line says became of it."""
     if attempts.not_sent(obs.tree()):
-        return model_text.NOT_SENT_NOT_RECORDED
+        return model_text.NOT_SENT_NOT_RECORDED, operator_text.NOT_RECORDED_NOT_SENT
     if obs.kind == "tool_result" or _unknown_ending(tool, obs) is None:
-        return model_text.ANSWERED_NOT_RECORDED
-    return model_text.MAYBE_EXECUTED_NOT_RECORDED
+        return model_text.ANSWERED_NOT_RECORDED, operator_text.NOT_RECORDED_EXECUTED
+    return model_text.MAYBE_EXECUTED_NOT_RECORDED, operator_text.NOT_RECORDED_MAYBE
 
 
 def _closing(tool: ToolFacts, obs: Observation) -> str:

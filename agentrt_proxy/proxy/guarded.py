@@ -22,7 +22,13 @@ from agentrt_proxy.store import HOLD_RELEASED, HOLD_SPENT, Store, holds
 
 @dataclass
 class UntrustedSource:
-    """The untrusted result this process returned first: its server, tool and run."""
+    """The first text an untrusted server chose that this process passed on to the host: its
+    server, the tool whose call carried it (a result, an error, progress, a DUPLICATE quoting
+    it) or ``via``, the other path that did (a listing, a notification), and the run.
+
+    Every path by which a server's text reaches the host calls ``returned`` (SECURITY.md,
+    "Untrusted text: every path"); a path that cannot taint must not carry the server's text.
+    """
 
     untrusted_servers: frozenset[str] = frozenset()
     source: dict[str, str] | None = None
@@ -34,10 +40,17 @@ class UntrustedSource:
     def is_untrusted(self, server: str) -> bool:
         return server in self.untrusted_servers
 
-    def returned(self, server: str, tool: str, run_id: str) -> None:
-        """A result of ``server``'s was just returned to the host."""
-        if self.source is None and self.is_untrusted(server):
-            self.source = {"server": server, "tool": tool, "run_id": run_id}
+    def returned(self, server: str, tool: str, run_id: str = "", via: str = "") -> bool:
+        """Text of ``server``'s was just passed on to the host; whether that server is untrusted
+        (the answer is then marked so)."""
+        if not self.is_untrusted(server):
+            return False
+        if self.source is None:
+            source = {"server": server, "tool": tool, "run_id": run_id}
+            if via:
+                source["via"] = via
+            self.source = source
+        return True
 
 
 @dataclass

@@ -87,6 +87,8 @@ class PassthroughHandler:
         self._write_stderr = write_stderr
         self._connection_of = connection_of
         self.upstreams = Passthrough(config.servers, read_prompt_pins(config), self._bound, self._warn)
+        if untrusted is not None:
+            self.upstreams.on_server_text = lambda server, method: untrusted.returned(server, "", via=method)
         self._tasks: set[asyncio.Task[None]] = set()
         self._bound_to: dict[str, Any] = {}
         for server in self.upstreams.servers:
@@ -125,10 +127,10 @@ class PassthroughHandler:
         except StoreError as err:
             self._write_stderr(operator_text.operator_line(f"{read.goal}: not recorded: {err}"))
             raise JsonRpcError(-32603, model_text.PASSTHROUGH_NOT_RECORDED) from None
+        if self.untrusted is not None:  # its result, or its error's message: the server's text either way
+            self.untrusted.returned(answer.server, "", run_id, via=read.goal)
         if answer.error is not None:
             raise answer.error
-        if self.untrusted is not None:
-            self.untrusted.returned(answer.server, read.goal, run_id)
         return answer.result
 
     # ------------------------------------------------------------ the servers' notes
@@ -156,6 +158,8 @@ class PassthroughHandler:
             elif note.method == "notifications/resources/list_changed":
                 self.upstreams.routes.forget(server)
             params = note.params if isinstance(note.params, dict) else None
+            if params and self.untrusted is not None:  # an updated resource's URI is the server's text
+                self.untrusted.returned(server, "", via=note.method)
             task = asyncio.get_running_loop().create_task(self.host.notify(note.method, params))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)

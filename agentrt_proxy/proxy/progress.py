@@ -99,24 +99,29 @@ class ProgressRelay:
         """The proxy's own progress while the call waits on an approval."""
         self._report(HOLD, progress, total, message)
 
-    def upstream(self) -> OnProgress | None:
+    def upstream(self, on_message: Callable[[], object] | None = None) -> OnProgress | None:
         """The callback for the server's progress, or ``None`` when the host asked for none
-        (then the server is asked for none either)."""
+        (then the server is asked for none either). ``on_message``: called as a step carrying
+        the server's message is queued for the host (its text is the server's)."""
         if self._ctx.progress_token is None:
             return None
 
         def on_progress(progress: float, total: float | None, message: str | None) -> None:
-            self._report(UPSTREAM, progress, total, message)
+            if self._report(UPSTREAM, progress, total, message) and message and on_message is not None:
+                on_message()
 
         return on_progress
 
-    def _report(self, source: str, progress: float, total: float | None, message: str | None) -> None:
+    def _report(self, source: str, progress: float, total: float | None, message: str | None) -> bool:
+        """Queue the step for the host; whether it was."""
         if not self.wanted:
-            return
+            return False
         step = self._merge.step(source, progress, total, message)
-        if step is not None:
-            self._queue.append(step)
-            self._wake.set()
+        if step is None:
+            return False
+        self._queue.append(step)
+        self._wake.set()
+        return True
 
     async def around(self, body: Callable[[], Awaitable[T]]) -> T:
         """Run the call's ``body`` with this relay's writer beside it; the steps queued before

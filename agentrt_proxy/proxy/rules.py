@@ -329,7 +329,8 @@ class _Rules:
                 executed = attempts.executed_step(steps)
                 if last.known and executed is not None:
                     earlier = format_time_seconds(finished)
-                    return Duplicate(model_text.duplicate(earlier, format_go(window), duplicate_outcome(executed)))
+                    text = model_text.duplicate(earlier, format_go(window), duplicate_outcome(executed))
+                    return Duplicate(text, run.id, attempts.carries_server_text(attempts.observation(executed)))
         return None
 
     # ------------------------------------------------------------------ rule 6

@@ -32,7 +32,7 @@ from agentrt_proxy.store import Store, StoreError
 from agentrt_proxy.text import model_text, operator_text
 from agentrt_proxy.text.cli_text import program_invocation
 from agentrt_proxy.upstream import OpenError, OpenServers, Supervision, annotations_for, open_servers
-from agentrt_proxy.upstream.notes import TOOLS_CHANGED_METHOD, ServerNotes
+from agentrt_proxy.upstream.notes import LOG_METHOD, TOOLS_CHANGED_METHOD, ServerNotes
 
 if TYPE_CHECKING:
     from agentrt_proxy.canonical.clock import Clock
@@ -78,6 +78,8 @@ class Runtime:
         for entry in unpriced(config.servers, config.budgets):  # loud, at the start of every process
             write_stderr(operator_text.unpriced_budget(*entry))
         untrusted = UntrustedSource.from_config(config)
+        self.untrusted = untrusted
+        self.notes.on_relayed = lambda server: untrusted.returned(server, "", via=LOG_METHOD)
         from agentrt_proxy.proxy.forwarding import Forwarding
 
         # The servers' sampling and elicitation, for those that opted in (``forward``).
@@ -102,6 +104,7 @@ class Runtime:
         parts = CallParts(store, self.gate, self.policy, self.tools, clock, settings, log, guarded, untrusted)
         self.rules = CallRules(parts, shutting_down)
         self.status = StatusReader(store, config.session, config.grant_ttl, self._is_known_answer)
+        self.status.quoted = self._quoted
         self.clock = clock
         from agentrt_proxy.proxy.passthrough import PassthroughHandler
 
@@ -119,6 +122,7 @@ class Runtime:
             ttl_ns=config.task_ttl, lease_ns=config.lease_ttl, shutting_down=shutting_down, host=host,
             poll=settings.hold_poll,
         )
+        self.tasks.untrusted = untrusted
 
     def _connection_of(self, server: str) -> Any:
         """The server's live wire connection, or None (a held connection wraps the wire's)."""
@@ -144,6 +148,12 @@ class Runtime:
         task = asyncio.get_running_loop().create_task(self.host.notify(TOOLS_CHANGED_METHOD))
         self._relists.add(task)
         task.add_done_callback(self._relists.discard)
+
+    def _quoted(self, tool_name: str, run_id: str) -> None:
+        """The status tool's answer quotes what ``tool_name``'s server answered in ``run_id``."""
+        tool = self.tools.get(tool_name)
+        if tool is not None:
+            self.untrusted.returned(tool.server, tool_name, run_id, via="gate_status")
 
     def _is_known_answer(self, tool_name: str, text: str) -> bool:
         tool = self.tools.get(tool_name)
@@ -242,6 +252,7 @@ class Runtime:
         for task in list(self._relists):
             task.cancel()
         await self.notes.aclose()
+        await self.rules.executing.late.aclose()
         await self.opened.aclose()
         await anyio.to_thread.run_sync(self.store.close)
 

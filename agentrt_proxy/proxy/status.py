@@ -8,6 +8,7 @@ tasks (proxy/tasks.py) that follow them: given ``task_id`` it answers what the h
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -89,6 +90,9 @@ class StatusReader:
         self.session = session
         self.grant_ttl = grant_ttl
         self.is_known_answer = is_known_answer  # (tool name, error text) -> bool
+        # Called with (tool name, run id) as an answer quotes the error that tool's server
+        # recorded: its text is the server's, and taints as that error did (the runtime sets it).
+        self.quoted: Callable[[str, str], object] = lambda _tool, _run: None
 
     def answer(self, approval_id: str | None, now_ns: int) -> str:
         entries = self._entries(now_ns)
@@ -211,6 +215,8 @@ class StatusReader:
         content = obs.get("content")
         if not isinstance(content, dict):
             content = {}
+        if attempts.carries_server_text(obs):
+            self.quoted(tool, entry.run.id)
         if content.get("failure") == "invalid_content":
             return model_text.status_executed_unrecorded(attempts.error_text(obs))
         return model_text.status_executed_failed(attempts.error_text(obs))

@@ -40,6 +40,7 @@ from agentrt_proxy.gate import approvals as gate_approvals
 from agentrt_proxy.mcp import CallContext, JsonRpcError, RawJSON, jsonrpc, tasks_wire
 from agentrt_proxy.proxy import answers, verdict_text
 from agentrt_proxy.proxy.calls import WhenPending
+from agentrt_proxy.proxy.guarded import UntrustedSource
 from agentrt_proxy.proxy.host_link import HostLink
 from agentrt_proxy.proxy.rules import past_expiry
 from agentrt_proxy.store import (
@@ -120,6 +121,7 @@ class TaskBook:
         self._next_sweep = 0  # when the ended tasks past their TTL are next expired (wall ns)
         self._told: dict[str, tuple[str, str]] = {}  # task id -> (status, message) the host last heard
         self._watchers: dict[str, set[Send]] = {}  # task id -> subscriptions/listen streams
+        self.untrusted: UntrustedSource | None = None  # the runtime's: what has tainted this process
 
     # ------------------------------------------------------------------ the owner's loop
 
@@ -328,12 +330,12 @@ class TaskBook:
             await self._started.wait()
             existing = await anyio.to_thread.run_sync(self.store.tasks.of_approval, self.session, approval.id)
             if existing is not None:
-                return tasks_wire.created_extension(_state(existing))
+                return tasks_wire.created_extension(_state(self._passed_on(existing)))
             key = canonical.request_key(tool.name, arguments_text) or ""
             row = await self._create(ERA_EXTENSION, tool.name, key, arguments_text, approval.run_id, approval.id,
                                      model_text.task_waiting(approval.id))
             self._start(row)
-            return tasks_wire.created_extension(_state(row))
+            return tasks_wire.created_extension(_state(self._passed_on(row)))
 
         return as_task
 
@@ -356,6 +358,16 @@ class TaskBook:
         self._told[row.id] = (row.status, row.status_message)
         return row
 
+    def _passed_on(self, row: TaskRow) -> TaskRow:
+        """``row``, whose recorded answer is about to reach the host: one marked as an untrusted
+        server's (its result, its error, a DUPLICATE quoting it) taints this process, as it did
+        the one that drove it."""
+        if self.untrusted is not None and row.result and '"gate/untrusted"' in row.result:
+            tool = self.tools.get(row.tool)
+            if tool is not None and answers.is_marked_untrusted(canonical.parse_strict(row.result)):
+                self.untrusted.returned(tool.server, tool.name, row.run_id)
+        return row
+
     # ---------------------------------------------------------------------- tasks/* methods
 
     async def request(self, era: str, method: str, params: Mapping[str, Any]) -> dict[str, Any] | RawJSON:
@@ -367,7 +379,9 @@ class TaskBook:
                 raise JsonRpcError(INVALID_PARAMS, model_text.TASK_ID_REQUIRED)
             row = await self._known(task_id)
             if method == "tasks/get":
-                return tasks_wire.task_2025(_state(row)) if era == ERA_2025 else tasks_wire.task_extension(_state(row))
+                if era == ERA_2025:
+                    return tasks_wire.task_2025(_state(row))
+                return tasks_wire.task_extension(_state(self._passed_on(row)))
             if method == "tasks/result":
                 return await self._result(row)
             if method == "tasks/update":
@@ -393,7 +407,7 @@ class TaskBook:
             if self.shutting_down.is_set():
                 raise JsonRpcError(INTERNAL_ERROR, model_text.SHUTTING_DOWN)
             row = await self._known(row.id)
-        text = row.result or _encoded(answers.prose(model_text.withdrawn(row.status_message)))
+        text = self._passed_on(row).result or _encoded(answers.prose(model_text.withdrawn(row.status_message)))
         # A failed task holds a JSON-RPC error (written by ``_error_object``, "code" first) or,
         # in 2025-11-25, a result with isError, which tasks/result returns as it is.
         error = canonical.parse_strict(text) if row.status == TASK_FAILED and text.startswith('{"code":') else None
@@ -474,7 +488,8 @@ class TaskBook:
             if row.era == ERA_2025:
                 await self.host.notify(tasks_wire.STATUS_NOTIFICATION_2025, tasks_wire.task_2025(_state(row)))
             for send in list(self._watchers.get(task_id, ())):
-                await send(tasks_wire.STATUS_NOTIFICATION_EXTENSION, tasks_wire.task_extension(_state(row)))
+                state = tasks_wire.task_extension(_state(self._passed_on(row)))
+                await send(tasks_wire.STATUS_NOTIFICATION_EXTENSION, state)
 
 
 def _ended_message(result: Mapping[str, Any]) -> str:

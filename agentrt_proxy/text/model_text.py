@@ -60,6 +60,7 @@ QUOTED_RESULT_BOUND = 64 * 1024
 ENDED_HOW = {
     "timed_out": "timed out before the server answered",
     "no_answer": "failed without an answer from the server",
+    "refused": "was refused by the server with an HTTP error status, and the server may have acted on it first",
     "cut_off": "was cut off before its outcome was recorded",
 }
 
@@ -208,6 +209,8 @@ COULD_NOT_READ = "the gate could not read its records, and nothing was executed"
 COULD_NOT_COLLECT = "the gate could not collect the approved request, and nothing was executed"
 COULD_NOT_RECOVER = "the gate could not recover an earlier attempt of this request, and nothing was executed"
 COULD_NOT_RECORD = "the gate could not record this request, and nothing was executed"
+# A store failure while the rules moved another call's run (a take-over) before this one began.
+COULD_NOT_WRITE = "the gate could not write its records, and nothing was executed"
 COULD_NOT_START = "the gate could not start this request, and nothing was executed"
 COULD_NOT_ASK = (
     "the gate could not ask an operator about an earlier call to this tool whose outcome is unknown, and nothing "

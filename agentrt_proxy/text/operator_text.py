@@ -36,12 +36,41 @@ def operator_unknown(run_id: str, tool: str, ended: str) -> str:
     return operator_line(f"run {run_id}: a call to {tool} {how}; its outcome is unknown")
 
 
-def outcome_not_recorded(run_id: str, tool: str, detail: str) -> str:
+# What became of a call whose outcome the database refused (proxy/execute.py, _not_recorded).
+NOT_RECORDED_EXECUTED = "executed (its server answered)"
+NOT_RECORDED_MAYBE = "may have executed (no answer came back)"
+NOT_RECORDED_NOT_SENT = "was never sent to its server"
+
+
+def outcome_not_recorded(run_id: str, tool: str, detail: str, became: str = NOT_RECORDED_MAYBE) -> str:
     """The text of an error line: a call ended and the database refused its outcome until the
-    lease ran out."""
+    lease ran out. ``became``: what the proxy knows of it (one of ``NOT_RECORDED_*``)."""
     return (
-        f"run {run_id}: the outcome of a call to {tool} could not be recorded ({detail}); once the run's lease "
-        "expires, the next call to it takes the run over and asks an operator"
+        f"run {run_id}: a call to {tool} {became}, and its outcome could not be recorded ({detail}); the proxy "
+        "keeps it and records it on the run as a late outcome once the database takes writes again; once the "
+        "run's lease expires, the next call to it takes the run over and asks an operator"
+    )
+
+
+def late_outcome_recorded(run_id: str, tool: str, summary: str) -> str:
+    """The line once an outcome the database refused is recorded on its run, late."""
+    return f"run {run_id}: the outcome of the call to {tool} is recorded now, as a late outcome: {summary}"
+
+
+def operator_cut_off_answered(run_id: str, tool: str, summary: str) -> str:
+    """A take-over of a run whose call's outcome the proxy kept and recorded late: not unknown."""
+    return operator_line(
+        f"run {run_id}: a call to {tool} was cut off before its outcome was recorded, but its server had "
+        f"answered (recorded late: {summary}): it executed"
+    )
+
+
+def could_not_take_over(run_id: str, tool: str, detail: str) -> str:
+    """The text of an error line: a call found run ``run_id`` of ``tool`` left executing by a call that
+    is gone, and the database refused the take-over; the new call executed nothing."""
+    return (
+        f"the database refused to record the take-over of run {run_id} (a call to {tool} left executing by a "
+        f"call that is gone): {detail}; the new call was not executed"
     )
 
 
@@ -208,9 +237,15 @@ def op_block_decide_with(program: str, database: str, run_id: str, approval_id: 
     return f"decide with: {program} approve -db {go_quote(database)} {run_id} -approval {approval_id}   (or reject)"
 
 
-def op_block_late_outcome(kind: str, summary: str) -> str:
-    """An interruption's earlier attempt whose server answered after the run was taken over."""
+def op_block_late_outcome(kind: str, summary: str, not_recorded: bool = False) -> str:
+    """An interruption's earlier attempt whose server answered after the run was taken over, or
+    (``not_recorded``) in time, while the database refused its outcome until the lease ran out."""
     what = "an error" if kind == "tool_error" else "a result"
+    if not_recorded:
+        return (
+            f"the earlier attempt's server answered, with {what}, and the database refused to record it until the "
+            f"run's lease ran out (recorded late): {summary}"
+        )
     return f"the earlier attempt's server answered after the run was taken over, with {what}: {summary}"
 
 

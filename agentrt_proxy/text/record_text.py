@@ -46,13 +46,21 @@ QUESTION_OVER_BUDGET = (
 )
 REASON_OVER_BUDGET_ASK = 'exceeds budget "{budget}" by {excess}'
 REASON_CLEAN_CONTEXT = (
-    "tool {name} requires a clean context, and this session already returned a result from untrusted "
-    "server {server} (tool {tool})"
+    "tool {name} requires a clean context, and this session already passed on content from untrusted "
+    "server {server} ({what})"
 )
 QUESTION_CLEAN_CONTEXT = (
     "May {remote} on server {server} run with these arguments after the model read untrusted content from "
-    "server {source_server} (tool {source_tool})?"
+    "server {source_server} ({what})?"
 )
+
+
+def untrusted_what(tool: str, via: str) -> str:
+    """Which of an untrusted server's texts the host was given: a tool call's (its result, error,
+    progress, or a DUPLICATE quoting it), or another path's (``via``: the method that carried it)."""
+    if via:
+        return f"{via} of tool {tool}" if tool else via
+    return f"tool {tool}"
 
 
 # =============================================================================================
@@ -112,6 +120,8 @@ DETAIL_CONFLICT = (
 )
 ERR_RPC = "{tool}: the server answered with JSON-RPC error {code}: {message}"
 ERR_NO_ANSWER = "{tool}: no answer from the server ({kind}): {detail}"
+# The server refused a request it was sent whole with an HTTP error status: it may have acted first.
+ERR_HTTP_STATUS = "{tool}: the server refused the request: {detail}"
 # A request that provably never reached its server (the wire's NotSent): a known failure.
 ERR_NOT_SENT = "{tool}: nothing was sent to the server: {detail}"
 

@@ -68,6 +68,9 @@ class ServerNotes:
         self._writer: asyncio.Task[None] | None = None
         # Serving sets it: a server's changed list is listed again at once (decision 0018).
         self.on_tools_changed: Callable[[str], None] | None = None
+        # Serving sets it: called with the server's name as its log message is queued for the
+        # host, whose model may read it (its text is the server's: it taints, docs/decisions/0017).
+        self.on_relayed: Callable[[str], object] | None = None
 
     def attach(self, server: str, connection: _Notifying) -> None:
         """Relay ``server``'s notifications on ``connection`` (called for every new connection)."""
@@ -80,6 +83,8 @@ class ServerNotes:
         if params is None:
             return
         self._queue.append(params)
+        if self.on_relayed is not None:
+            self.on_relayed(server)
         # Called by the wire's reader on the event loop: it must not wait for the host's writer,
         # so one task writes what is queued and ends when the queue is empty.
         if self._writer is None or self._writer.done():

@@ -113,6 +113,10 @@ class Passthrough:
         self.prompts: dict[str, OfferedPrompt] = {}  # host name -> offered prompt
         self.decisions: dict[str, PromptDecision] = {}  # server -> its prompts' last decision
         self._warned: set[tuple[str, str, str]] = set()
+        # Called with (server, method) as text that server chose is about to reach the host (a
+        # listing's descriptions, an answer, an error's message); proxy/passthrough taints with it.
+        # A read or a prompt is tainted there instead, with the run that records it.
+        self.on_server_text: Callable[[str, str], object] = lambda _server, _method: None
 
     @property
     def configured(self) -> bool:
@@ -175,24 +179,29 @@ class Passthrough:
 
     # ---------------------------------------------------------------------- resources
 
-    async def list_resources(self) -> dict[str, Any]:
+    async def list_resources(self, *, for_host: bool = True) -> dict[str, Any]:
+        """Every server's resources; ``for_host``: the host is given them (not a routing look)."""
         listed: list[RawJSON] = []
         for server in self._serving("resources"):
             items = await self._list(server, "resources/list", "resources")
             if items is None:
                 continue
+            if items and for_host:
+                self.on_server_text(server.name, "resources/list")
             self.routes.listed(
                 server.name, [d["uri"] for d, _ in items if isinstance(d, dict) and _is_str(d.get("uri"))]
             )
             listed.extend(RawJSON(text) for _d, text in items)
         return {"resources": listed}
 
-    async def list_templates(self) -> dict[str, Any]:
+    async def list_templates(self, *, for_host: bool = True) -> dict[str, Any]:
         listed: list[RawJSON] = []
         for server in self._serving("resources"):
             items = await self._list(server, "resources/templates/list", "resourceTemplates")
             if items is None:
                 continue
+            if items and for_host:
+                self.on_server_text(server.name, "resources/templates/list")
             self.routes.listed_templates(
                 server.name,
                 [d["uriTemplate"] for d, _ in items if isinstance(d, dict) and _is_str(d.get("uriTemplate"))],
@@ -211,8 +220,8 @@ class Passthrough:
 
     async def _route(self, uri: str) -> ServerConfig:
         if not self.routes.known(uri):  # the host may read before it lists: learn the lists first
-            await self.list_resources()
-            await self.list_templates()
+            await self.list_resources(for_host=False)
+            await self.list_templates(for_host=False)
         server = self._by_name[self.routes.route(uri)]
         if self._offers(server, "resources") is None:
             raise JsonRpcError(INVALID_PARAMS, model_text.passthrough_not_offered(server.name, "resources"))
@@ -292,7 +301,7 @@ class Passthrough:
             target = ref["uri"]
             owner = self.routes.route_template(target)
             if owner is None:
-                await self.list_templates()
+                await self.list_templates(for_host=False)
                 owner = self.routes.route_template(target)
             server = self._by_name[owner] if owner is not None else await self._route(target)
         else:
@@ -308,10 +317,14 @@ class Passthrough:
 
     async def _answer(self, server: ServerConfig, target: str, method: str, params: dict[str, Any]) -> ReadAnswer:
         connection = self._connection(server)
+        recorded = method in ("resources/read", "prompts/get")  # tainted as it is recorded
         try:
             answer = await connection.request(method, params, self.timeout(server))
         except TransportError as err:
+            self.on_server_text(server.name, method)  # its detail may quote the server (an HTTP body)
             raise JsonRpcError(INTERNAL_ERROR, model_text.passthrough_failed(server.name, str(err))) from None
+        if not recorded:
+            self.on_server_text(server.name, method)
         size = len(answer.text.encode("utf-8"))
         if isinstance(answer, ErrorResponse):
             error = JsonRpcError(answer.code, model_text.passthrough_error(answer.message), answer.data)

@@ -143,3 +143,47 @@ async def test_a_full_database_answers_unavailable_saying_what_ran_and_once_it_h
         assert text_of(after) == "paid 2.00 to bob" and w.payments() == total + 1, text_of(after)
         assert_nothing_half_recorded(w)
         assert "Traceback" not in host.stderr
+
+
+async def test_a_full_database_never_answers_a_new_request_in_progress_and_names_what_it_could_not_write(
+    tmp_path: Path, program_argv: list[str], program_env: dict[str, str]
+) -> None:
+    async with world(tmp_path, program_argv, program_env, pay=ALLOW_PAY, lease_ttl="3s") as w, proxy(w) as host:
+        assert text_of(await host.call("bank_pay", {"to": "ann", "amount": 1})) == "paid 1.00 to ann"
+        _, answered, box = await host.send_raw("bank_pay", {"to": "kim", "amount": 7, "mode": "block"})
+        await w.wait_for("the blocked payment to reach the bank", lambda: w.payments() == 2)
+        pid = host.process.pid
+        hard = resource.prlimit(pid, resource.RLIMIT_FSIZE)[1]
+        resource.prlimit(pid, resource.RLIMIT_FSIZE, (max(p.stat().st_size for p in files_of(w.db)) + 1, hard))
+        try:
+            w.release()  # the bank answers; the full database refuses the outcome past the lease
+            with anyio.fail_after(30):
+                await answered.wait()
+            kept = box["message"]["result"]
+            assert text_of(kept).startswith("UNAVAILABLE: ") and EXECUTED in text_of(kept), kept
+            [left] = [r for r in w.runs() if r.status == "RUNNING"]  # paid, and not recorded
+            await w.wait_lease_expired(left.id)
+            before = host.stderr
+            fresh = await host.call("bank_pay", {"to": "never-before", "amount": 3})
+            text = text_of(fresh)
+            # A request never made before meets the run left behind, whose take-over the full
+            # database refuses: nothing ran, and it says so, never IN_PROGRESS.
+            assert text.startswith("UNAVAILABLE: ") and NOTHING_EXECUTED in text, text
+            assert w.payments() == 2
+            lines = new_lines(host.stderr, before)
+            assert_one_line_each(lines)
+            assert len(lines) == 1 and f"the database refused to record the take-over of run {left.id}" in lines[0]
+        finally:
+            with suppress(ProcessLookupError):
+                resource.prlimit(pid, resource.RLIMIT_FSIZE, (hard, hard))
+        assert [r.id for r in w.runs() if r.status == "RUNNING"] == [left.id]  # nothing half-moved
+        # Room again: the kept outcome is recorded on its run, late, and the take-over says it executed.
+        await w.wait_for("the kept outcome to be recorded", lambda: "step.late_outcome" in w.events(left.id), 30)
+        blocked = await host.call("bank_pay", {"to": "never-before", "amount": 3})
+        assert text_of(blocked).startswith("BLOCKED"), text_of(blocked)
+        assert any(
+            f"run {left.id}: a call to bank_pay was cut off" in line and "it executed" in line
+            for line in host.stderr.splitlines()
+        ), host.stderr
+        assert w.payments() == 2 and "Traceback" not in host.stderr
+        assert_nothing_half_recorded(w)

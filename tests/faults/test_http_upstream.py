@@ -12,6 +12,7 @@ nothing half recorded, and the next payment pays once.
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -37,7 +38,7 @@ from tests.program.test_serve_process import World, prefix, proxy
 pytestmark = [pytest.mark.program, pytest.mark.anyio, pytest.mark.timeout(90)]
 
 FAULTY = str(REPO_ROOT / "tests" / "fixtures" / "faulty_http_bank.py")
-MATRIX = {"http500": "HTTP 500", "reset": "may have", "stall": "timed out"}
+MATRIX = {"http500": "HTTP 500", "http400": "HTTP 400", "reset": "may have", "stall": "timed out"}
 
 
 @contextmanager
@@ -94,6 +95,45 @@ async def test_a_payment_meeting_an_http_fault_is_an_unknown_outcome_and_the_nex
             assert text_of(after) == "paid 2.00 to bob" and w.payments() == 2, text_of(after)
             assert_nothing_half_recorded(w)
             assert "Traceback" not in host.stderr
+
+
+def recorded_failures(w: World) -> list[str]:
+    """The failure each tool step of the database recorded, in order."""
+    with w.store() as store, store.read() as conn:
+        rows = conn.execute(
+            "SELECT observation_json FROM steps WHERE observation_json LIKE '%tool_error%' ORDER BY rowid"
+        )
+        return [json.loads(obs)["content"].get("failure", "") for (obs,) in rows]
+
+
+async def test_a_payment_refused_with_http_404_in_the_new_session_too_is_unknown_never_nothing_sent(
+    tmp_path: Path, program_argv: list[str], program_env: dict[str, str]
+) -> None:
+    with http_bank(tmp_path) as endpoint:
+        w = await pinned_world(tmp_path, program_argv, program_env, {"endpoint": endpoint})
+        async with proxy(w) as host:
+            await balance_answers(host)
+            before = host.stderr
+            (tmp_path / "fault").write_text("http404_twice")
+            result = await host.call("bank_pay", ANN)
+            text = text_of(result)
+            # The server was sent the payment whole twice (in the forgotten session and in the new
+            # one) and acted on it both times: the proxy must not say nothing was sent.
+            assert w.payments() == 2
+            assert requests(tmp_path).count("POST tools/call") == 3  # balance, then the payment twice
+            assert prefix(result) == "UNKNOWN_OUTCOME", text
+            assert "HTTP 404" in text and "refused by the server" in text and "nothing was sent" not in text, text
+            assert recorded_failures(w) == ["http_status"]
+            lines = new_lines(host.stderr, before)
+            assert_one_line_each(lines)
+            assert sum("its outcome is unknown" in line for line in lines) == 1, lines
+            assert not any("nothing was sent" in line for line in lines), lines
+            [waiting] = w.pending()
+            assert waiting.kind == "interrupted_side_effect"
+            await w.reject(waiting, "checked with the bank: paid twice")
+            assert_nothing_half_recorded(w)
+            after = await host.call("bank_pay", BOB)
+            assert text_of(after) == "paid 2.00 to bob" and w.payments() == 3, text_of(after)
 
 
 def self_signed(directory: Path) -> tuple[Path, Path]:

@@ -6,6 +6,7 @@ over and put before an operator. Effects are counted in the fake bank's ledger.
 
 from __future__ import annotations
 
+import json
 import sqlite3
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -15,6 +16,7 @@ from typing import Any
 import anyio
 import pytest
 
+from tests.conftest import run_program
 from tests.harness import DEFAULT_RULES, Harness, is_error, proxy_harness, text_of
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
@@ -84,3 +86,56 @@ async def test_an_outcome_refused_past_the_lease_is_unavailable_and_the_next_cal
         waiting = [a for a in h.pending() if a.kind == "interrupted_side_effect"]
         assert len(waiting) == 1, h.approvals()
         assert h.payments() == 1  # nothing ran again without the operator
+
+
+def late_outcomes(h: Harness) -> list[tuple[str, dict[str, Any]]]:
+    """Every ``step.late_outcome`` of the database: (run id, payload)."""
+    store = h.store()
+    try:
+        with store.read() as conn:
+            rows = conn.execute("SELECT run_id, payload_json FROM events WHERE type = 'step.late_outcome'").fetchall()
+    finally:
+        store.close()
+    return [(run_id, json.loads(payload)) for run_id, payload in rows]
+
+
+async def test_an_outcome_refused_past_the_lease_is_kept_recorded_late_and_never_called_unknown(
+    tmp_path: Path,
+) -> None:
+    async with proxy_harness(tmp_path, rules=PAY, lease_ttl="3s") as h:
+        result = await pay_through_a_lock(h, PAST_THE_BUSY_TIMEOUT)
+        assert text_of(result).startswith("UNAVAILABLE: the server answered, and its result could not be recorded")
+        (refused,) = [line for line in h.stderr if "could not be recorded" in line]
+        assert "a call to bank_pay executed (its server answered)" in refused, refused
+        # The lock is gone: what the proxy kept is recorded on the run, late, changing no row.
+        with anyio.fail_after(20):
+            while not late_outcomes(h):
+                await anyio.sleep(0.1)
+        [(run_id, payload)] = late_outcomes(h)
+        assert payload["observation"]["kind"] == "tool_result" and payload["not_recorded"] is True
+        assert any(f"run {run_id}: the outcome of the call to bank_pay is recorded now" in line for line in h.stderr)
+        store = h.store()
+        try:
+            assert store.get_run(run_id).status == "RUNNING"  # the step is still the lease's: a take-over settles it
+        finally:
+            store.close()
+        with anyio.fail_after(20):
+            while True:
+                again = await h.call("bank_pay", BLOCKED_PAYMENT)
+                if not text_of(again).startswith("IN_PROGRESS"):
+                    break
+                await anyio.sleep(0.5)
+        taken = [line for line in h.stderr if f"run {run_id}: a call to bank_pay was cut off" in line]
+        assert len(taken) == 1 and "its server had answered" in taken[0] and "it executed" in taken[0], h.stderr
+        assert not any(f"run {run_id}" in line and "its outcome is unknown" in line for line in h.stderr), h.stderr
+        waiting = [a for a in h.pending() if a.kind == "interrupted_side_effect"]
+        assert len(waiting) == 1 and h.payments() == 1  # nothing ran again without the operator
+        shown = run_program(
+            ["approve", "-db", str(h.config.database), waiting[0].run_id, "-approval", waiting[0].id, "-by", "tester"],
+            input="n\n",
+            timeout=30,
+        )
+        assert "the database refused to record it until the run's lease ran out (recorded late)" in shown.stdout, (
+            shown.stdout,
+            shown.stderr,
+        )

@@ -69,7 +69,8 @@ async def test_a_duplicate_of_a_result_with_blocks_quotes_their_short_text_and_e
         assert h.payments() == 1
     text = text_of(again)
     assert text.startswith("DUPLICATE:") and again.is_error
-    assert again.meta == {answers.OUTCOME_META_KEY: "DUPLICATE"}
+    # It quotes the untrusted bank's result: marked so, as the result was (issue 22, item 3).
+    assert again.meta == {answers.OUTCOME_META_KEY: "DUPLICATE", answers.UNTRUSTED_META_KEY: True}
     for part in (
         "paid 2.00 to jo",
         f"[image image/png, {PNG_BYTES} bytes]",

@@ -654,7 +654,7 @@ def prose_samples() -> list[str]:
         model_text.unavailable(model_text.STATUS_COULD_NOT_READ),
         model_text.unavailable(model_text.OUTCOME_NOT_RECORDED),
     ]
-    for ended in ("cut_off", "timed_out", "no_answer"):
+    for ended in ("cut_off", "timed_out", "no_answer", "refused"):
         texts += [
             model_text.unknown_outcome(ended, aid, "bank/pay: timed out"),
             model_text.unknown_outcome(ended, None),
@@ -663,6 +663,7 @@ def prose_samples() -> list[str]:
         ]
     for what in (
         model_text.COULD_NOT_READ,
+        model_text.COULD_NOT_WRITE,
         model_text.COULD_NOT_COLLECT,
         model_text.COULD_NOT_RECOVER,
         model_text.COULD_NOT_RECORD,

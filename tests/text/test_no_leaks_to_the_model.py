@@ -124,7 +124,7 @@ ECHOED = {
     "frees": "when a budget frees up, as FREES_* word it",
     "at": "a time",
     "source_server": "the untrusted server's name in the configuration",
-    "source_tool": "the registered name of the tool whose result was untrusted",
+    "via": "the method that carried an untrusted server's text to the host (a listing, a notification, progress)",
     "lines": "the status tool's budget lines, built from status_budget_line",
 }
 

@@ -1,0 +1,59 @@
+"""A server's ``tools/list`` as the proxy reads it: each tool with the exact wire text of its input
+schema (the pin hashes that text, so it is cut from the answer line, never re-encoded)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentrt_proxy.canonical.quoting import go_quote
+from agentrt_proxy.mcp.errors import TransportError
+from agentrt_proxy.mcp.jsonrpc import Response
+from agentrt_proxy.mcp.spans import SpanError, find_span, iter_elements
+
+
+@dataclass(frozen=True)
+class ListedTool:
+    """One tool as the server lists it; ``input_schema_raw`` is the exact wire text."""
+
+    name: str
+    description: str | None
+    title: str | None
+    annotations: dict[str, Any] | None
+    input_schema_raw: str | None
+    decoded: dict[str, Any] = field(repr=False)
+
+
+def listed_page(answer: Response, names: set[str]) -> list[ListedTool]:
+    """One ``tools/list`` page: each tool with its input schema's exact wire text; ``names``, the
+    names listed on earlier pages, grows (a name listed twice is refused)."""
+    if not isinstance(answer.result, dict) or not isinstance(answer.result.get("tools"), list):
+        raise TransportError("the raw tools/list result: no tools array")
+    text = answer.text
+    try:
+        span = find_span(text, ["result", "tools"])
+        assert span is not None
+        elements = list(iter_elements(text, span[0]))
+    except SpanError as exc:
+        raise TransportError(f"the raw tools/list result: {exc}") from exc
+    out: list[ListedTool] = []
+    for (start, _end), tool in zip(elements, answer.result["tools"], strict=True):
+        if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
+            raise TransportError("the raw tools/list result: a tool without a name")
+        name = tool["name"]
+        if name in names:
+            raise TransportError(f"the server lists tool {go_quote(name)} twice")
+        names.add(name)
+        schema_span = find_span(text, ["inputSchema"], start)
+        description, title, annotations = tool.get("description"), tool.get("title"), tool.get("annotations")
+        out.append(
+            ListedTool(
+                name=name,
+                description=description if isinstance(description, str) else None,
+                title=title if isinstance(title, str) else None,
+                annotations=annotations if isinstance(annotations, dict) else None,
+                input_schema_raw=None if schema_span is None else text[schema_span[0] : schema_span[1]],
+                decoded=tool,
+            )
+        )
+    return out
