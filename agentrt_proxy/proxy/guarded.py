@@ -15,7 +15,7 @@ from typing import Any
 
 from agentrt_proxy.canonical.clock import Clock
 from agentrt_proxy.config import TRUSTED, Config
-from agentrt_proxy.gate import ToolRequest
+from agentrt_proxy.gate import INTERRUPTED_SIDE_EFFECT, ToolRequest
 from agentrt_proxy.gate.guards import Guards
 from agentrt_proxy.store import HOLD_RELEASED, HOLD_SPENT, Store, holds
 
@@ -53,7 +53,7 @@ class Guarded:
         out: dict[str, Any] = {}
         budgets = self.guards.budgets
         if budgets.covers(name):
-            spending = budgets.context(self.store, name, request.args, self.clock.now_ns())
+            spending = budgets.context(self.store, name, request.args, self.clock.now_ns(), request.run_id)
             if spending is not None:
                 out["budgets"] = spending
         if name in self.guards.clean and self.untrusted.source is not None:
@@ -75,6 +75,18 @@ class Guarded:
 
     def released(self, run_id: str, tool: str) -> None:
         self._settle(run_id, tool, HOLD_RELEASED)
+
+    def freed(self, run_id: str, tool: str) -> None:
+        """This run sent nothing at its collection (refused, expired): what collecting reserved
+        is free again, unless the run was collecting a re-run of a call that may have taken
+        effect, whose reservation that earlier call keeps (inside the caller's transaction)."""
+        if not self.covers(tool):
+            return
+        with self.store.write() as tx:
+            approvals = self.store.approvals_of(run_id)
+            if approvals and approvals[-1].kind == INTERRUPTED_SIDE_EFFECT:
+                return
+            holds.settle(tx, run_id, HOLD_RELEASED, self.clock.now_ns())
 
     def _settle(self, run_id: str, tool: str, state: str) -> None:
         if not self.covers(tool):
