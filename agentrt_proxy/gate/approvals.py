@@ -126,10 +126,10 @@ def _reject_run(tx: Tx, a: Approval, note: str, at: str) -> None:
     tx.update_step(a.step_id, expect=IN_FLIGHT, status=STEP_FAILED, observation_json=observation_json(obs),
                    observation_hash=obs.content_hash, finished_at=at)
     finish_run(tx, a.run_id, expect=WAITING, status=CANCELLED, reason="approval_rejected", detail=note, at=at)
-    _release_holds(tx, a, at)
+    settle_rejected(tx, a, at)
 
 
-def _release_holds(tx: Tx, a: Approval, at: str) -> None:
+def settle_rejected(tx: Tx, a: Approval, at: str) -> None:
     """A rejection settles what the run reserved from its budgets. Rejecting an ordinary
     question frees it (nothing ran). Rejecting the question whether a call that may have taken
     effect runs again keeps it spent, the run's own and the one a fresh run asking about

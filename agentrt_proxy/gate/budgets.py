@@ -21,7 +21,7 @@ from typing import Any
 from agentrt_proxy.canonical.durations import format_time_seconds
 from agentrt_proxy.config import Budget
 from agentrt_proxy.gate.amounts import Resolved, Unresolved, resolve, show
-from agentrt_proxy.store import Hold, Store, Tx, holds
+from agentrt_proxy.store import HOLD_RELEASED, HOLD_SPENT, Hold, Store, Tx, holds
 
 
 @dataclass(frozen=True)
@@ -119,6 +119,16 @@ class Budgets:
     def remaining(self, store: Store, tool: str, now_ns: int) -> list[tuple[Budget, Spending]]:
         """Each budget covering ``tool`` and its spending now (the status tool's answer)."""
         return [(b, self.spending(store, b, Decimal(0), now_ns)) for b in self.of_tool(tool)]
+
+
+def settlement(*, executed: bool, unknown: bool) -> str | None:
+    """What recording a call's outcome does to its run's reservation (issue 22): kept (None)
+    while the outcome is unknown, for an operator to decide; spent when the call executed (a
+    result, or an answer the boundary refused: UNRECORDED); released only when the proxy knows
+    nothing executed (not sent, the server's own error)."""
+    if unknown:
+        return None
+    return HOLD_SPENT if executed else HOLD_RELEASED
 
 
 def _frees_at(rows: list[Hold], budget: Budget, used: Decimal, amount: Decimal) -> int:

@@ -22,6 +22,7 @@ from agentrt_proxy.gate import (
     Verdict,
     attempts,
 )
+from agentrt_proxy.gate.budgets import settlement
 from agentrt_proxy.mcp.outcomes import ToolOutcome
 from agentrt_proxy.proxy import answers
 from agentrt_proxy.proxy.applied import Execute
@@ -65,14 +66,10 @@ class Executing:
             # A budget's reservation is spent with a result and with an UNRECORDED answer (the
             # server answered: it executed), released with a failure that ran nothing (not sent,
             # the server's own error), and kept while the outcome is unknown (docs/decisions/0017).
-            if guarded is not None:
-                if obs.kind == "tool_result":
-                    guarded.spent(session.run_id, tool.name)
-                elif obs.kind == "tool_error" and _unknown_ending(facts, obs) is None:
-                    if _unrecorded(facts, obs):
-                        guarded.spent(session.run_id, tool.name)
-                    else:
-                        guarded.released(session.run_id, tool.name)
+            if guarded is not None and obs.kind in ("tool_result", "tool_error"):
+                unknown = obs.kind == "tool_error" and _unknown_ending(facts, obs) is not None
+                executed = obs.kind == "tool_result" or _unrecorded(facts, obs)
+                guarded.settle(session.run_id, tool.name, settlement(executed=executed, unknown=unknown))
             if obs.kind == "tool_result":
                 if allowed.row is not None and session.ended_run is not None:
                     # The recording just ended the run with this result, the run's last attempt:

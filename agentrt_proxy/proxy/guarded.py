@@ -70,11 +70,16 @@ class Guarded:
         with self.store.write() as tx:
             self.guards.budgets.reserve(tx, run_id, tool, args, self.clock.now_ns(), carry_from)
 
-    def spent(self, run_id: str, tool: str) -> None:
-        self._settle(run_id, tool, HOLD_SPENT)
-
-    def released(self, run_id: str, tool: str) -> None:
-        self._settle(run_id, tool, HOLD_RELEASED)
+    def settle(self, run_id: str, tool: str, state: str | None) -> None:
+        """The recorded outcome's settlement (``budgets.settlement``); None keeps the reservation.
+        A re-run that ran nothing does not free what the call it re-runs may have spent: the
+        run's reservation is that earlier call's too, and stays spent."""
+        if state is None or not self.covers(tool):
+            return
+        with self.store.write() as tx:
+            if state == HOLD_RELEASED and self._reruns_unknown(run_id):
+                state = HOLD_SPENT
+            holds.settle(tx, run_id, state, self.clock.now_ns())
 
     def freed(self, run_id: str, tool: str) -> None:
         """This run sent nothing at its collection (refused, expired): what collecting reserved
@@ -83,13 +88,11 @@ class Guarded:
         if not self.covers(tool):
             return
         with self.store.write() as tx:
-            approvals = self.store.approvals_of(run_id)
-            if approvals and approvals[-1].kind == INTERRUPTED_SIDE_EFFECT:
-                return
-            holds.settle(tx, run_id, HOLD_RELEASED, self.clock.now_ns())
+            if not self._reruns_unknown(run_id):
+                holds.settle(tx, run_id, HOLD_RELEASED, self.clock.now_ns())
 
-    def _settle(self, run_id: str, tool: str, state: str) -> None:
-        if not self.covers(tool):
-            return
-        with self.store.write() as tx:
-            holds.settle(tx, run_id, state, self.clock.now_ns())
+    def _reruns_unknown(self, run_id: str) -> bool:
+        """The run's latest question was whether a call that may have executed runs again."""
+        approvals = self.store.approvals_of(run_id)
+        return bool(approvals) and approvals[-1].kind == INTERRUPTED_SIDE_EFFECT
+
