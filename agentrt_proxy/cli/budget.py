@@ -18,9 +18,10 @@ SUBCOMMANDS = ("release",)
 
 
 def command(argv: list[str]) -> int:
-    if not argv or argv[0] not in SUBCOMMANDS:
+    fl = operator._parse(argv, ("by", "note"), switches=("json",))
+    if not fl.positionals or fl.positionals[0] not in SUBCOMMANDS:
         raise UsageError(operator_text.OP_BUDGET_SUBCOMMAND)
-    fl = operator._parse(argv[1:], ("by", "note"), switches=("json",))
+    fl.positionals.pop(0)
     run_id = operator._one_run(fl)
     note = fl.get("note") or ""
     if not note.strip():
@@ -34,7 +35,8 @@ def command(argv: list[str]) -> int:
         raise UsageError(operator_text.OP_BLANK_BY)
     source = operator._database(fl)
     decider = by
-    return operator._guarded("budget release", source, lambda path: _release(path, run_id, decider, note, fl.on("json")))
+    as_json = fl.on("json")
+    return operator._guarded("budget release", source, lambda path: _release(path, run_id, decider, note, as_json))
 
 
 def _release(path: str, run_id: str, by: str, note: str, as_json: bool) -> int:

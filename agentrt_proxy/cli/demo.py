@@ -466,7 +466,7 @@ class Demo:
     async def step6(self, host: Any) -> None:
         step = "step 6"
         say("6. A payment past the month's budget is refused as OVER_BUDGET, not DENIED: nothing runs or waits.")
-        say("   (950 + 180 + 75 + 42 + 5 are spent: the plumber's payment went through, so rejecting its re-run kept it)")
+        say("   (950 + 180 + 75 + 42 + 5 are spent: the plumber's payment went through; rejecting its re-run kept it)")
         before = self.payments()
         jeweller = {"to": "jeweller", "amount": 200}
         self.expect(step, await self.call(host, "bank_pay", jeweller), "OVER_BUDGET", is_error=True)

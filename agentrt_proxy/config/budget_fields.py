@@ -116,7 +116,7 @@ def _currency(value: Any, where: str, fail: Fail) -> str | None:
     code = currency_code(text)
     if code is None:
         shown = go_quote(text)
-        fail(f"{where}: currency {shown} is not a currency code (ISO 4217: three ASCII letters, such as \"EUR\")")
+        fail(f'{where}: currency {shown} is not a currency code (ISO 4217: three ASCII letters, such as "EUR")')
     return code
 
 

@@ -95,4 +95,3 @@ class Guarded:
         """The run's latest question was whether a call that may have executed runs again."""
         approvals = self.store.approvals_of(run_id)
         return bool(approvals) and approvals[-1].kind == INTERRUPTED_SIDE_EFFECT
-

@@ -84,9 +84,12 @@ def release_live(tx: Tx, run_id: str, at: int) -> list[Hold]:
     than budgets."""
     if not _has_table(tx.conn):
         return []
-    rows = [Hold(*row) for row in tx.conn.execute(
-        f"SELECT {_COLS} FROM budget_holds WHERE run_id = ? AND state IN (?, ?) ORDER BY budget", (run_id, *LIVE)
-    ).fetchall()]
+    rows = [
+        Hold(*row)
+        for row in tx.conn.execute(
+            f"SELECT {_COLS} FROM budget_holds WHERE run_id = ? AND state IN (?, ?) ORDER BY budget", (run_id, *LIVE)
+        ).fetchall()
+    ]
     for state in sorted({row.state for row in rows}):
         _check(run_id, state, HOLD_RELEASED)
     tx.conn.execute(

@@ -38,13 +38,6 @@ WHY_NOT_A_CURRENCY = "not a currency code (ISO 4217: three ASCII letters)"
 REASON_UNCOVERED_CURRENCY = (
     'the amount could not be resolved: the field "{field}" names {currency}, which no budget of tool {name} counts'
 )
-# budget release (gate/budget_release.py)
-ERR_RELEASE_OPEN_RUN = (
-    "run {run_id} is {status}: only an ended run's reservation can be released "
-    "(decide its approval or cancel it first)"
-)
-ERR_RELEASE_NONE = "run {run_id} holds no budget reservation"
-ERR_RELEASE_ALREADY = "run {run_id}'s budget reservation is released already"
 REASON_NO_SPENDING = 'the spending of budget "{budget}" could not be read'
 REASON_OVER_BUDGET = (
     'budget "{budget}" has {remaining} left of {limit}{per}; this call spends {amount}{frees}'

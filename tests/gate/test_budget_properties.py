@@ -106,8 +106,22 @@ class BudgetMachine(RuleBasedStateMachine):
     def ask(self, p: int, run: Run) -> None:
         """The call may have executed: the run waits on the question whether it runs again."""
         run.state = "asking"
-        approval = Approval(self.new_id("a"), run.id, "step", INTERRUPTED_SIDE_EFFECT,
-                            "{}", "{}", "{}", "h", APPROVAL_PENDING, self.at(), "", "", "", "")
+        approval = Approval(
+            self.new_id("a"),
+            run.id,
+            "step",
+            INTERRUPTED_SIDE_EFFECT,
+            "{}",
+            "{}",
+            "{}",
+            "h",
+            APPROVAL_PENDING,
+            self.at(),
+            "",
+            "",
+            "",
+            "",
+        )
         with self.stores[p].write() as tx:
             tx.insert_approval(approval)
         run.approval = approval  # type: ignore[attr-defined]
@@ -243,5 +257,6 @@ class BudgetMachine(RuleBasedStateMachine):
         assert unexcused <= LIMIT
 
 
-BudgetMachine.TestCase.settings = settings(max_examples=int(os.environ.get("BUDGET_EXAMPLES", "200")), stateful_step_count=20, deadline=None)
+EXAMPLES = int(os.environ.get("BUDGET_EXAMPLES", "200"))
+BudgetMachine.TestCase.settings = settings(max_examples=EXAMPLES, stateful_step_count=20, deadline=None)
 test_budgets_hold_under_any_interleaving_of_two_proxies_and_an_operator = BudgetMachine.TestCase

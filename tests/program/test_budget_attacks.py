@@ -10,6 +10,8 @@ payment that happened did not (the release test, which counts that release as th
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -27,6 +29,15 @@ PRICED = {"outcome": "allow", "amount_field": "amount"}
 TIMEOUT_PRICED = {**PRICED, "timeout": "300ms"}
 BUDGET = [{"name": "daily", "tools": ["bank_pay"], "limit": 100, "window": "24h"}]
 LIMIT = Decimal(100)
+
+
+@asynccontextmanager
+async def one_proxy(
+    tmp_path: Path, argv: list[str], env: dict[str, str], pay: dict[str, Any], budgets: list[dict[str, Any]]
+) -> AsyncIterator[tuple[World, Host]]:
+    """A world whose ``bank_pay`` rule is ``pay``, under ``budgets``, and one proxy serving it."""
+    async with world(tmp_path, argv, env, pay=pay, budgets=budgets) as w, proxy(w) as host:
+        yield w, host
 
 
 def ledger_total(w: World) -> Decimal:
@@ -58,35 +69,30 @@ async def unknown_sixty(w: World, host: Host) -> Any:
     return approval
 
 
+async def sixty_kept_and_the_next_sixty_refused(w: World, host: Host) -> None:
+    assert holds(w) == {"spent": Decimal(60)}
+    second = await host.call("bank_pay", {"to": "lee", "amount": 60})
+    assert prefix(second) == "OVER_BUDGET", text_of(second)
+    assert w.payments() == 1 and ledger_total(w) == Decimal(60) <= LIMIT
+
+
 async def test_rejecting_the_run_again_question_after_an_unknown_payment_keeps_its_60_spent(
     tmp_path: Path, program_argv: list[str], program_env: dict[str, str]
 ) -> None:
-    async with (
-        world(tmp_path, program_argv, program_env, pay=TIMEOUT_PRICED, budgets=BUDGET) as w,
-        proxy(w) as host,
-    ):
+    async with one_proxy(tmp_path, program_argv, program_env, TIMEOUT_PRICED, BUDGET) as (w, host):
         approval = await unknown_sixty(w, host)
         w.release()
         await w.reject(approval, "the bank says it went through")  # the README's own demo
-        assert holds(w) == {"spent": Decimal(60)}
-        second = await host.call("bank_pay", {"to": "lee", "amount": 60})
-        assert prefix(second) == "OVER_BUDGET", text_of(second)
-        assert w.payments() == 1 and ledger_total(w) == Decimal(60) <= LIMIT
+        await sixty_kept_and_the_next_sixty_refused(w, host)
 
 
 async def test_an_unrecorded_payment_of_60_stays_spent_and_the_next_60_is_refused(
     tmp_path: Path, program_argv: list[str], program_env: dict[str, str]
 ) -> None:
-    async with (
-        world(tmp_path, program_argv, program_env, pay=PRICED, budgets=BUDGET) as w,
-        proxy(w) as host,
-    ):
+    async with one_proxy(tmp_path, program_argv, program_env, PRICED, BUDGET) as (w, host):
         deep = await host.call("bank_pay", {"to": "max", "amount": 60, "mode": "deep"})
         assert prefix(deep) == "UNRECORDED", text_of(deep)
-        assert holds(w) == {"spent": Decimal(60)}
-        second = await host.call("bank_pay", {"to": "lee", "amount": 60})
-        assert prefix(second) == "OVER_BUDGET", text_of(second)
-        assert w.payments() == 1 and ledger_total(w) == Decimal(60) <= LIMIT
+        await sixty_kept_and_the_next_sixty_refused(w, host)
 
 
 def release(w: World, run_id: str, *extra: str) -> Any:
@@ -96,10 +102,7 @@ def release(w: World, run_id: str, *extra: str) -> Any:
 async def test_budget_release_gives_a_kept_60_back_in_the_chain_and_the_next_60_fits(
     tmp_path: Path, program_argv: list[str], program_env: dict[str, str]
 ) -> None:
-    async with (
-        world(tmp_path, program_argv, program_env, pay=TIMEOUT_PRICED, budgets=BUDGET) as w,
-        proxy(w) as host,
-    ):
+    async with one_proxy(tmp_path, program_argv, program_env, TIMEOUT_PRICED, BUDGET) as (w, host):
         approval = await unknown_sixty(w, host)
         w.release()
         waiting = release(w, approval.run_id, "-note", "too early")  # the question is still open
@@ -147,10 +150,7 @@ NOT_EUR = ["EUR ", "\u0415UR", "E\u200bUR", "XXX", "EURO", "", "€"]
 async def test_a_currency_spelled_any_other_way_is_refused_as_unresolved_and_pays_nothing(
     tmp_path: Path, program_argv: list[str], program_env: dict[str, str]
 ) -> None:
-    async with (
-        world(tmp_path, program_argv, program_env, pay=CURRENCY_PAY, budgets=EUR_BUDGET) as w,
-        proxy(w) as host,
-    ):
+    async with one_proxy(tmp_path, program_argv, program_env, CURRENCY_PAY, EUR_BUDGET) as (w, host):
         lower = await host.call("bank_pay", {"to": "ann", "amount": 60, "currency": "eur"})
         assert not is_error(lower), text_of(lower)  # eur is EUR, and it counts in the EUR budget
         assert holds(w) == {"spent": Decimal(60)}
@@ -179,6 +179,19 @@ async def test_a_budget_whose_currency_is_no_code_is_a_configuration_error_namin
         assert 'budget "euros": currency' in checked.stderr and "not a currency code" in checked.stderr, checked.stderr
 
 
+async def both_at_once(a: Host, b: Host, arguments: dict[str, Any]) -> list[Any]:
+    """Both hosts send the identical call together; their answers."""
+    answers: list[Any] = []
+
+    async def collect(host: Host) -> None:
+        answers.append(await host.call("bank_pay", arguments))
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(collect, a)
+        tg.start_soon(collect, b)
+    return answers
+
+
 APPROVED_PAY = {"amount_field": "amount"}  # remote_mutation: every payment waits for an approval
 TRIALS = 20
 
@@ -197,14 +210,7 @@ async def test_two_proxies_collecting_one_approved_payment_pay_it_once_and_keep_
             assert prefix(asked) == "PENDING_APPROVAL", text_of(asked)
             [approval] = w.pending()
             await w.approve(approval)
-            answers: list[Any] = []
-
-            async def collect(host: Host, arguments: dict[str, Any] = arguments) -> None:
-                answers.append(await host.call("bank_pay", arguments))
-
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(collect, a)
-                tg.start_soon(collect, b)
+            answers = await both_at_once(a, b, arguments)
             kinds = sorted(prefix(r) if is_error(r) else "paid" for r in answers)
             assert "OVER_BUDGET" not in kinds, (trial, [text_of(r) for r in answers])
             # The approved payment runs exactly once, whichever proxy runs it; the other is told

@@ -78,6 +78,7 @@ ECHOED = {
     "server": "the server's name in the configuration",
     "uri": "the resource URI the host itself asked for",
     "cls": "a side-effect class",
+    "currency": "a call's currency, shown only once it is an ISO 4217 code (three ASCII letters)",
     "outcome": "a policy outcome, or the recorded outcome a duplicate repeats",
     "reason": "the policy's reason, a refusal's reason, or why a run ended (each escaped and bounded)",
     "error": "a tool's recorded error or a schema mismatch (escaped and bounded)",
