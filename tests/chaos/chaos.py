@@ -28,7 +28,9 @@ Used by tests/chaos/test_kills.py (CI: at least 100 kills) and bench/chaos.py (l
 
 from __future__ import annotations
 
+import bisect
 import contextlib
+import itertools
 import json
 import os
 import random
@@ -399,12 +401,13 @@ class Chaos:
 
     def check_budget(self, store: Store, paid: Counter[str]) -> None:
         """The budget never counts past its limit in any window, and every payment is counted."""
-        live = [h for h in store.holds.every() if h.state in ("reserved", "spent")]
-        limit = Decimal(BUDGET_LIMIT)
+        live = sorted((h for h in store.holds.every() if h.state in ("reserved", "spent")), key=lambda h: h.at)
+        ats = [h.at for h in live]
+        sums = list(itertools.accumulate((Decimal(h.amount) for h in live), initial=Decimal(0)))
         for hold in live:  # each reservation fit, with what the window held when it was made
-            window = [h for h in live if hold.at - BUDGET_WINDOW_NS <= h.at <= hold.at]
-            total = sum((Decimal(h.amount) for h in window), Decimal(0))
-            if total > limit:
+            first, last = bisect.bisect_left(ats, hold.at - BUDGET_WINDOW_NS), bisect.bisect_right(ats, hold.at)
+            total = sums[last] - sums[first]
+            if total > BUDGET_LIMIT:
                 self.violations(f"budget: {total} reserved or spent in the 20 s up to run {hold.run_id}'s hold")
         counted: Counter[str] = Counter()
         for hold in live:
