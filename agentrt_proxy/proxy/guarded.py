@@ -84,7 +84,7 @@ class Guarded:
     def freed(self, run_id: str, tool: str) -> None:
         """This run sent nothing at its collection (refused, expired): what collecting reserved
         is free again, unless the run was collecting a re-run of a call that may have taken
-        effect, whose reservation that earlier call keeps (inside the caller's transaction)."""
+        effect, whose reservation that earlier call keeps (joining the caller's transaction, if any)."""
         if not self.covers(tool):
             return
         with self.store.write() as tx:
