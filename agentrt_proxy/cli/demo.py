@@ -110,7 +110,7 @@ class Demo:
             "session": SESSION,
             "hold": "0s",
             "lease_ttl": f"{LEASE_TTL_SECONDS}s",
-            "budgets": [{"name": "monthly", "tools": ["bank_pay"], "limit": 1200, "window": "720h"}],
+            "budgets": [{"name": "monthly", "tools": ["bank_pay"], "limit": 1400, "window": "720h"}],
             "servers": [
                 {
                     "name": "bank",
@@ -307,7 +307,7 @@ class Demo:
         say()
         say("The operator's configuration, proxy.json (mode 0600): pay needs an approval, balance is a read,")
         say("refund is left unclassified so the model never sees it; hold 0s answers at once; lease_ttl 3s;")
-        say("payments spend from a budget of 1200 per 30 days, priced by their amount argument.")
+        say("payments spend from a budget of 1400 per 30 days, priced by their amount argument.")
         indented(self.write_configuration(), "  ")
         say()
         self.shell(["pin", "-config", "proxy.json"], what="pin")
@@ -472,7 +472,7 @@ class Demo:
     async def step6(self, host: Any) -> None:
         step = "step 6"
         say("6. A payment past the month's budget is refused as OVER_BUDGET, not DENIED: nothing runs or waits.")
-        say("   (950 + 75 + 42 + 5 are spent; the plumber's rejected re-run released its 180)")
+        say("   (950 + 180 + 75 + 42 + 5 are spent: the plumber's payment went through; rejecting its re-run kept it)")
         before = self.payments()
         jeweller = {"to": "jeweller", "amount": 200}
         self.expect(step, await self.call(host, "bank_pay", jeweller), "OVER_BUDGET", is_error=True)

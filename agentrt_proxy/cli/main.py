@@ -74,6 +74,12 @@ def _reject(args: list[str]) -> int:
     return operator.reject_command(args)
 
 
+def _budget(args: list[str]) -> int:
+    from agentrt_proxy.cli import budget
+
+    return budget.command(args)
+
+
 def _verify(args: list[str]) -> int:
     from agentrt_proxy.cli import verify_file
 
@@ -119,6 +125,7 @@ COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "show": _show,
     "approve": _approve,
     "reject": _reject,
+    "budget": _budget,
     "verify": _verify,
     "export": _export,
     "watch": _watch,

@@ -12,6 +12,7 @@ from typing import Any, NoReturn
 
 from agentrt_proxy import canonical
 from agentrt_proxy.canonical import Number
+from agentrt_proxy.canonical.currency import currency_code
 from agentrt_proxy.canonical.durations import DurationError, parse_go
 from agentrt_proxy.canonical.quoting import go_quote
 from agentrt_proxy.config.model import OVER_BUDGET_OUTCOMES, TRUSTED, UNTRUSTED, Budget, ServerConfig
@@ -94,10 +95,8 @@ def _budget(index: int, entry: Any, names: dict[str, tuple[ServerConfig, str]], 
             fail(f"{where}: tools: {go_quote(tool)} is not a registered tool name (rename, else <server>_<tool>)")
     limit = _limit(entry.get("limit"), where, fail)
     window = _window(entry.get("window"), where, fail)
-    currency = _string(entry.get("currency"), f"{where}: currency", fail)
+    currency = _currency(entry.get("currency"), where, fail)
     if currency is not None:
-        if not currency:
-            fail(f"{where}: currency must not be empty")
         for tool in tools:
             server, remote = names[tool]
             if server.rules[remote].currency_field is None:
@@ -107,6 +106,18 @@ def _budget(index: int, entry: Any, names: dict[str, tuple[ServerConfig, str]], 
     if over not in OVER_BUDGET_OUTCOMES:
         fail(f"{where}: over_budget {go_quote(over)} is not deny or require_approval")
     return Budget(name, tuple(dict.fromkeys(tools)), limit, window, currency, over)
+
+
+def _currency(value: Any, where: str, fail: Fail) -> str | None:
+    """The budget's currency as calls are compared with it: its ISO 4217 code, upper case."""
+    text = _string(value, f"{where}: currency", fail)
+    if text is None:
+        return None
+    code = currency_code(text)
+    if code is None:
+        shown = go_quote(text)
+        fail(f'{where}: currency {shown} is not a currency code (ISO 4217: three ASCII letters, such as "EUR")')
+    return code
 
 
 def _string(value: Any, label: str, fail: Fail) -> str | None:

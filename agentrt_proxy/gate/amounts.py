@@ -4,7 +4,8 @@
 absent, not a JSON number (``"12"`` is a string), negative, or past ``MAX_AMOUNT`` (or finer
 than ``MIN_EXPONENT``) is refused with a reason of its own, never taken as zero. An amount is
 the exact decimal of its JSON literal (``canonical.Number`` keeps it): ``1e2`` is exactly 100,
-and no float is ever made.
+and no float is ever made. A currency is its ISO 4217 code (``canonical.currency``): a value
+that is not three ASCII letters is unresolved too, never a currency no budget counts.
 """
 
 from __future__ import annotations
@@ -14,6 +15,8 @@ from decimal import Decimal, InvalidOperation
 from typing import Any
 
 from agentrt_proxy.canonical import Number
+from agentrt_proxy.canonical.currency import currency_code
+from agentrt_proxy.text.record_text import WHY_NOT_A_CURRENCY
 
 MAX_AMOUNT = Decimal("1e15")
 MIN_EXPONENT = -18  # more decimal places than this is no amount a budget can count
@@ -22,7 +25,7 @@ MIN_EXPONENT = -18  # more decimal places than this is no amount a budget can co
 @dataclass(frozen=True)
 class Resolved:
     amount: Decimal
-    currency: str = ""  # "" when the rule declares no currency_field
+    currency: str = ""  # the canonical code; "" when the rule declares no currency_field
 
 
 @dataclass(frozen=True)
@@ -81,9 +84,10 @@ def resolve(args: Any, amount_field: str, currency_field: str | None) -> Resolve
         found, value = pointer(args, currency_field)
         if not found:
             return Unresolved(currency_field, "absent")
-        if not isinstance(value, str) or isinstance(value, Number) or not value:
-            return Unresolved(currency_field, "not a currency string")
-        currency = value
+        code = currency_code(value)
+        if code is None:
+            return Unresolved(currency_field, WHY_NOT_A_CURRENCY)
+        currency = code
     return Resolved(amount + 0, currency)  # + 0: -0 is 0
 
 

@@ -22,6 +22,7 @@ from agentrt_proxy.store import (
     APPROVED,
     CANCELLED,
     EXPIRED,
+    HOLD_SPENT,
     IN_FLIGHT,
     REJECTED,
     STEP_FAILED,
@@ -125,17 +126,23 @@ def _reject_run(tx: Tx, a: Approval, note: str, at: str) -> None:
     tx.update_step(a.step_id, expect=IN_FLIGHT, status=STEP_FAILED, observation_json=observation_json(obs),
                    observation_hash=obs.content_hash, finished_at=at)
     finish_run(tx, a.run_id, expect=WAITING, status=CANCELLED, reason="approval_rejected", detail=note, at=at)
-    _release_holds(tx, a, at)
+    settle_rejected(tx, a, at)
 
 
-def _release_holds(tx: Tx, a: Approval, at: str) -> None:
-    """A rejection frees what the run reserved from its budgets (an unknown outcome's kept
-    reservation included, and the one a fresh run asking about it would have taken over)."""
+def settle_rejected(tx: Tx, a: Approval, at: str) -> None:
+    """A rejection settles what the run reserved from its budgets. Rejecting an ordinary
+    question frees it (nothing ran). Rejecting the question whether a call that may have taken
+    effect runs again keeps it spent, the run's own and the one a fresh run asking about
+    it would have taken over: the payment may have happened (decision 0017). Only the operator's
+    ``budget release`` gives it back."""
     now = durations.parse_time(at)
-    holds.release(tx, a.run_id, now)
-    attempt = interrupted_attempt(a) if a.kind == INTERRUPTED_SIDE_EFFECT else None
+    if a.kind != INTERRUPTED_SIDE_EFFECT:
+        holds.release(tx, a.run_id, now)
+        return
+    holds.release(tx, a.run_id, now, HOLD_SPENT)
+    attempt = interrupted_attempt(a)
     if attempt is not None and attempt.run_id != a.run_id:
-        holds.release(tx, attempt.run_id, now)
+        holds.release(tx, attempt.run_id, now, HOLD_SPENT)
 
 
 def approve_shown(store: Store, run_id: str, approval_id: str, shown_hash: str, by: str, note: str = "",

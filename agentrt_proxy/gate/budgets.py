@@ -5,6 +5,10 @@ the transaction that decides), and the reservation written in that same transact
 A budget's room is ``limit - used``, where ``used`` sums its reserved and spent rows whose
 reservation falls in the window (all of them for a lifetime allowance). Sums are exact
 decimals. A call that waits on an approval reserves nothing until it is collected.
+
+A run's own reservation is never counted against it: the spending a decision reads is every
+other run's. Two proxies collecting one approved run therefore decide alike (the first one's
+reservation is the run's, not a rival's), and the second reserves nothing (decision 0017).
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from typing import Any
 from agentrt_proxy.canonical.durations import format_time_seconds
 from agentrt_proxy.config import Budget
 from agentrt_proxy.gate.amounts import Resolved, Unresolved, resolve, show
-from agentrt_proxy.store import Hold, Store, Tx, holds
+from agentrt_proxy.store import HOLD_RELEASED, HOLD_SPENT, Hold, Store, Tx, holds
 
 
 @dataclass(frozen=True)
@@ -73,24 +77,30 @@ class Budgets:
         return resolve(args, priced.amount_field, priced.currency_field)
 
     def covering(self, tool: str, charge: Resolved) -> tuple[Budget, ...]:
-        """The budgets a resolved call spends from: its tool's, in its currency or spanning all."""
+        """The budgets a resolved call spends from: its tool's, in its currency or spanning all
+        (both sides canonical codes: the configuration's and ``resolve``'s). Empty: a currency
+        none of them counts, which the guard refuses as unresolved."""
         return tuple(b for b in self.of_tool(tool) if b.currency is None or b.currency == charge.currency)
 
     # ------------------------------------------------------------------ the store's part
-    def spending(self, store: Store, budget: Budget, amount: Decimal, now_ns: int) -> Spending:
+    def spending(self, store: Store, budget: Budget, amount: Decimal, now_ns: int, run_id: str = "") -> Spending:
+        """What ``budget`` has used in its window, ``run_id``'s own reservation left out."""
         since = now_ns - budget.window if budget.window is not None else 0
-        rows = store.holds.live(self.session, budget.name, since)
+        rows = [row for row in store.holds.live(self.session, budget.name, since) if row.run_id != run_id]
         used = sum((Decimal(row.amount) for row in rows), Decimal(0))
         return Spending(used, _frees_at(rows, budget, used, amount))
 
-    def context(self, store: Store, tool: str, args: Any, now_ns: int) -> dict[str, Any] | None:
-        """The view's budgets: each covering budget's spending now, for this call's amount."""
+    def context(self, store: Store, tool: str, args: Any, now_ns: int, run_id: str = "") -> dict[str, Any] | None:
+        """The view's budgets: each covering budget's spending now by runs other than
+        ``run_id`` (the run deciding), for this call's amount."""
         if not self.covers(tool):
             return None
         charge = self.charge(tool, args)
         if not isinstance(charge, Resolved):
             return None
-        return {b.name: self.spending(store, b, charge.amount, now_ns).tree() for b in self.covering(tool, charge)}
+        return {
+            b.name: self.spending(store, b, charge.amount, now_ns, run_id).tree() for b in self.covering(tool, charge)
+        }
 
     def reserve(self, tx: Tx, run_id: str, tool: str, args: Any, now_ns: int, carry_from: str = "") -> None:
         """In the transaction that allowed the call: its amount reserved in every covering
@@ -109,6 +119,16 @@ class Budgets:
     def remaining(self, store: Store, tool: str, now_ns: int) -> list[tuple[Budget, Spending]]:
         """Each budget covering ``tool`` and its spending now (the status tool's answer)."""
         return [(b, self.spending(store, b, Decimal(0), now_ns)) for b in self.of_tool(tool)]
+
+
+def settlement(*, executed: bool, unknown: bool) -> str | None:
+    """What recording a call's outcome does to its run's reservation (decision 0017): kept (None)
+    while the outcome is unknown, for an operator to decide; spent when the call executed (a
+    result, or an answer the boundary refused: UNRECORDED); released only when the proxy knows
+    nothing executed (not sent, the server's own error)."""
+    if unknown:
+        return None
+    return HOLD_SPENT if executed else HOLD_RELEASED
 
 
 def _frees_at(rows: list[Hold], budget: Budget, used: Decimal, amount: Decimal) -> int:

@@ -34,6 +34,7 @@ from agentrt_proxy.text.record_text import (
     REASON_NO_SPENDING,
     REASON_OVER_BUDGET,
     REASON_OVER_BUDGET_ASK,
+    REASON_UNCOVERED_CURRENCY,
     REASON_UNPRICED_BUDGET,
     REASON_UNRESOLVED,
     untrusted_what,
@@ -115,10 +116,15 @@ class Guards:
             return Ruling(DENY, REASON_UNPRICED_BUDGET.format(budget=budget.name, name=tool.name), UNRESOLVED_KIND)
         if isinstance(charge, Unresolved):
             return Ruling(DENY, REASON_UNRESOLVED.format(field=charge.field, why=charge.why), UNRESOLVED_KIND)
+        covering = budgets.covering(tool.name, charge)
+        if not covering:  # a currency no budget of the tool counts: declared, not usable, never free
+            field_name = budgets.priced[tool.name].currency_field or ""
+            reason = REASON_UNCOVERED_CURRENCY.format(field=field_name, currency=charge.currency, name=tool.name)
+            return Ruling(DENY, reason, UNRESOLVED_KIND)
         if OVER_BUDGET_KIND in accepted:
             return None
         context = view.context.get("budgets") if isinstance(view.context, Mapping) else None
-        for budget in budgets.covering(tool.name, charge):
+        for budget in covering:
             entry = context.get(budget.name) if isinstance(context, Mapping) else None
             used = exact(canonical.Number(entry.get("used", ""))) if isinstance(entry, Mapping) else None
             if used is None or not isinstance(entry, Mapping):

@@ -96,8 +96,13 @@ class Attaching:
         try:
             with self.gate.store.write():
                 attached = self._attach(run_id, model_text.COULD_NOT_COLLECT)
-                if isinstance(attached, tuple) and attached[1].outcome == ALLOWED and attached[1].request is not None:
-                    guarded.reserve(run_id, tool_name, attached[1].request.args, self._carried_from(run_id))
+                verdict = attached[1] if isinstance(attached, tuple) else None
+                if verdict is not None and verdict.outcome == ALLOWED and verdict.request is not None:
+                    # Reserved once per run: a second collector of the same run (another proxy
+                    # on the database) finds the run's own reservation and adds nothing to it.
+                    guarded.reserve(run_id, tool_name, verdict.request.args, self._carried_from(run_id))
+                elif verdict is not None and verdict.outcome in (DENIED, ENDED):
+                    guarded.freed(run_id, tool_name)  # a rival collector's reservation, if any
         except StoreError as err:
             if isinstance(attached, tuple) and attached[0] is not None:
                 attached[0].end()  # its writes were rolled back

@@ -22,6 +22,7 @@ from agentrt_proxy.gate import (
     Verdict,
     attempts,
 )
+from agentrt_proxy.gate.budgets import settlement
 from agentrt_proxy.mcp.outcomes import ToolOutcome
 from agentrt_proxy.proxy import answers
 from agentrt_proxy.proxy.applied import Execute
@@ -68,13 +69,13 @@ class Executing:
         def on_recorded(obs: Observation) -> None:
             # Inside the transaction that records the outcome (docs/decisions/0005): a known
             # outcome settles the row, and a known tool error also gets the proxy's closing decision.
-            # A budget's reservation is spent with a result, released with a known failure (the
-            # not-sent one too), and kept while the outcome is unknown (docs/decisions/0017).
-            if guarded is not None:
-                if obs.kind == "tool_result":
-                    guarded.spent(session.run_id, tool.name)
-                elif obs.kind == "tool_error" and _unknown_ending(facts, obs) is None:
-                    guarded.released(session.run_id, tool.name)
+            # A budget's reservation is spent with a result and with an UNRECORDED answer (the
+            # server answered: it executed), released with a failure that ran nothing (not sent,
+            # the server's own error), and kept while the outcome is unknown (docs/decisions/0017).
+            if guarded is not None and obs.kind in ("tool_result", "tool_error"):
+                unknown = obs.kind == "tool_error" and _unknown_ending(facts, obs) is not None
+                executed = obs.kind == "tool_result" or _unrecorded(facts, obs)
+                guarded.settle(session.run_id, tool.name, settlement(executed=executed, unknown=unknown))
             if obs.kind == "tool_result":
                 if allowed.row is not None and session.ended_run is not None:
                     # The recording just ended the run with this result, the run's last attempt:
@@ -94,7 +95,7 @@ class Executing:
         except ApprovalExpired as err:
             until = format_time_seconds(self.clock.now_ns() + tool.repeat_window)
             if guarded is not None:  # nothing was sent: what collecting it reserved is free again
-                guarded.released(session.run_id, tool.name)
+                guarded.freed(session.run_id, tool.name)
             self.settling.settle_run(session.run_id)
             return answers.prose(model_text.expired(err.approval_id, until))
         except (RunStateError, LeaseLost):

@@ -15,7 +15,7 @@ from typing import Any
 
 from agentrt_proxy.canonical.clock import Clock
 from agentrt_proxy.config import TRUSTED, Config
-from agentrt_proxy.gate import ToolRequest
+from agentrt_proxy.gate import INTERRUPTED_SIDE_EFFECT, ToolRequest
 from agentrt_proxy.gate.guards import Guards
 from agentrt_proxy.store import HOLD_RELEASED, HOLD_SPENT, Store, holds
 
@@ -66,7 +66,7 @@ class Guarded:
         out: dict[str, Any] = {}
         budgets = self.guards.budgets
         if budgets.covers(name):
-            spending = budgets.context(self.store, name, request.args, self.clock.now_ns())
+            spending = budgets.context(self.store, name, request.args, self.clock.now_ns(), request.run_id)
             if spending is not None:
                 out["budgets"] = spending
         if name in self.guards.clean and self.untrusted.source is not None:
@@ -83,14 +83,28 @@ class Guarded:
         with self.store.write() as tx:
             self.guards.budgets.reserve(tx, run_id, tool, args, self.clock.now_ns(), carry_from)
 
-    def spent(self, run_id: str, tool: str) -> None:
-        self._settle(run_id, tool, HOLD_SPENT)
+    def settle(self, run_id: str, tool: str, state: str | None) -> None:
+        """The recorded outcome's settlement (``budgets.settlement``); None keeps the reservation.
+        A re-run that ran nothing does not free what the call it re-runs may have spent: the
+        run's reservation is that earlier call's too, and stays spent."""
+        if state is None or not self.covers(tool):
+            return
+        with self.store.write() as tx:
+            if state == HOLD_RELEASED and self._reruns_unknown(run_id):
+                state = HOLD_SPENT
+            holds.settle(tx, run_id, state, self.clock.now_ns())
 
-    def released(self, run_id: str, tool: str) -> None:
-        self._settle(run_id, tool, HOLD_RELEASED)
-
-    def _settle(self, run_id: str, tool: str, state: str) -> None:
+    def freed(self, run_id: str, tool: str) -> None:
+        """This run sent nothing at its collection (refused, expired): what collecting reserved
+        is free again, unless the run was collecting a re-run of a call that may have taken
+        effect, whose reservation that earlier call keeps (joining the caller's transaction, if any)."""
         if not self.covers(tool):
             return
         with self.store.write() as tx:
-            holds.settle(tx, run_id, state, self.clock.now_ns())
+            if not self._reruns_unknown(run_id):
+                holds.settle(tx, run_id, HOLD_RELEASED, self.clock.now_ns())
+
+    def _reruns_unknown(self, run_id: str) -> bool:
+        """The run's latest question was whether a call that may have executed runs again."""
+        approvals = self.store.approvals_of(run_id)
+        return bool(approvals) and approvals[-1].kind == INTERRUPTED_SIDE_EFFECT

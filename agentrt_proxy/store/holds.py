@@ -18,13 +18,14 @@ from agentrt_proxy.store.states import (
     HOLD,
     HOLD_RELEASED,
     HOLD_RESERVED,
+    HOLD_SPENT,
     NEW,
     check_move,
 )
 from agentrt_proxy.store.transactions import Database
 from agentrt_proxy.store.tx import Tx
 
-LIVE = (HOLD_RESERVED, "spent")  # what a budget counts: reserved or spent, never released
+LIVE = (HOLD_RESERVED, HOLD_SPENT)  # what a budget counts: reserved or spent, never released
 
 
 @dataclass(frozen=True)
@@ -92,12 +93,34 @@ def settle(tx: Tx, run_id: str, state: str, at: int) -> int:
     return cur.rowcount
 
 
-def release(tx: Tx, run_id: str, at: int) -> int:
-    """A rejection's release; on a file older than budgets (an operator's writer does not
-    migrate) there is nothing to release."""
+def release_live(tx: Tx, run_id: str, at: int) -> list[Hold]:
+    """The operator's release: every reserved or spent row of ``run_id`` moves to released;
+    the rows as they were before (the caller records them in the chain); none on a file older
+    than budgets."""
+    if not _has_table(tx.conn):
+        return []
+    rows = [
+        Hold(*row)
+        for row in tx.conn.execute(
+            f"SELECT {_COLS} FROM budget_holds WHERE run_id = ? AND state IN (?, ?) ORDER BY budget", (run_id, *LIVE)
+        ).fetchall()
+    ]
+    for state in sorted({row.state for row in rows}):
+        _check(run_id, state, HOLD_RELEASED)
+    tx.conn.execute(
+        "UPDATE budget_holds SET state = ?, settled_at = ? WHERE run_id = ? AND state IN (?, ?)",
+        (HOLD_RELEASED, at, run_id, *LIVE),
+    )
+    return rows
+
+
+def release(tx: Tx, run_id: str, at: int, state: str = HOLD_RELEASED) -> int:
+    """A rejection's settlement (released, or spent when the question was whether a call that
+    may have executed runs again); on a file older than budgets (an operator's writer does not
+    migrate) there is nothing to settle."""
     if not _has_table(tx.conn):
         return 0
-    return settle(tx, run_id, HOLD_RELEASED, at)
+    return settle(tx, run_id, state, at)
 
 
 class Holds:

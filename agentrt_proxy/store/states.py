@@ -117,8 +117,9 @@ MOVES: tuple[tuple[str, str | int, str | int, str], ...] = (
     (CALL, OUTCOME_KNOWN, OUTCOME_UNSEEN, "unsettled: its run moved again"),
     (CALL, OUTCOME_UNKNOWN, OUTCOME_UNSEEN, "unsettled: its run moved again"),
     (HOLD, NEW, HOLD_RESERVED, "a call allowed under a budget, in the transaction that claims it"),
-    (HOLD, HOLD_RESERVED, HOLD_SPENT, "the call's result is recorded"),
-    (HOLD, HOLD_RESERVED, HOLD_RELEASED, "a known failure (the server's error, not sent); a rejection"),
+    (HOLD, HOLD_RESERVED, HOLD_SPENT, "the call's result (or UNRECORDED) is recorded; a rejected re-run question"),
+    (HOLD, HOLD_RESERVED, HOLD_RELEASED, "nothing executed: not sent, the server's error, a refusal; the operator"),
+    (HOLD, HOLD_SPENT, HOLD_RELEASED, "the operator's budget release, recorded in the chain"),
     (HOLD, HOLD_RELEASED, HOLD_RESERVED, "a grant whose request reached no server (its approval stands) collected "
                                          "again: reserved again"),
     (TASK, NEW, TASK_WORKING, "a call answered as a task: committed before the host hears of it"),
@@ -133,7 +134,6 @@ _ENDS: tuple[tuple[str, str | int], ...] = (
     (RUN, COMPLETED), (RUN, FAILED), (RUN, CANCELLED),
     (STEP, DONE), (STEP, STEP_FAILED),
     (APPROVAL, REJECTED), (APPROVAL, EXPIRED),
-    (HOLD, HOLD_SPENT),
     (TASK, TASK_COMPLETED), (TASK, TASK_FAILED), (TASK, TASK_CANCELLED),
 )
 

@@ -54,6 +54,8 @@ usage:
   {PROGRAM} show (-config FILE | -db DB) RUN [-json]     one run: steps, events, its request
   {PROGRAM} approve (-config FILE | -db DB) RUN [-approval ID] [-yes]
   {PROGRAM} reject (-config FILE | -db DB) RUN [-approval ID] -note TEXT
+  {PROGRAM} budget release (-config FILE | -db DB) RUN -note TEXT [-by WHO]
+                                     give back what an ended run kept spent (a call that may have paid)
   {PROGRAM} verify (-config FILE | -db DB) [-head SEQ:HASH]   the audit chain, and the state against it
   {PROGRAM} watch (-config FILE | -db DB) [-json] [-notify] [-exec CMD]   the waiting approvals, live
   {PROGRAM} console -config FILE [-port N] [-no-browser] [-by WHO]

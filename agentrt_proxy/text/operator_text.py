@@ -213,6 +213,22 @@ def op_prompt(verb: str, approval_id: str, run_id: str) -> str:
     return f"{verb} approval {approval_id} of run {run_id}? [y/N] "
 
 
+# budget release (gate/budget_release.py, cli/budget.py)
+ERR_RELEASE_OPEN_RUN = (
+    "run {run_id} is {status}: only an ended run's reservation can be released "
+    "(decide its approval or cancel it first)"
+)
+ERR_RELEASE_NONE = "run {run_id} holds no budget reservation"
+ERR_RELEASE_ALREADY = "run {run_id}'s budget reservation is released already"
+OP_BUDGET_SUBCOMMAND = "name what to do: budget release RUN -note TEXT"
+OP_RELEASE_NEED_NOTE = "budget release needs -note TEXT: why nothing was paid, kept in the audit chain"
+
+
+def op_released(run_id: str, budget: str, amount: str, was: str, by: str) -> str:
+    """One released reservation (``budget release``)."""
+    return f"budget {budget}: {amount} released from run {run_id} (it was {was}) by {by}"
+
+
 def op_decided(approval_id: str, status: str, by: str) -> str:
     return f"approval {approval_id}: {status} by {by}"
 

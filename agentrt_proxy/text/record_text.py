@@ -33,6 +33,11 @@ REASON_UNPRICED_BUDGET = (
     'budget "{budget}" covers tool {name}, whose rule declares no amount field, so every call to it is refused'
 )
 REASON_UNRESOLVED = 'the amount could not be resolved: the field "{field}" is {why}'
+# why a declared currency field resolves to nothing a budget can count (gate/amounts.py)
+WHY_NOT_A_CURRENCY = "not a currency code (ISO 4217: three ASCII letters)"
+REASON_UNCOVERED_CURRENCY = (
+    'the amount could not be resolved: the field "{field}" names {currency}, which no budget of tool {name} counts'
+)
 REASON_NO_SPENDING = 'the spending of budget "{budget}" could not be read'
 REASON_OVER_BUDGET = (
     'budget "{budget}" has {remaining} left of {limit}{per}; this call spends {amount}{frees}'

@@ -13,7 +13,11 @@ After every round the invariants are checked (``check``):
   without an approval between: per request, payments <= approvals granted for it;
 - every payment was recorded as started before it happened: payments <= ``step.tool_started``
   events of the request's runs;
-- the audit chain verifies, and ``PRAGMA integrity_check`` is ok.
+- the audit chain verifies, and ``PRAGMA integrity_check`` is ok;
+- the budget (``BUDGET``: every payment is 1, the limit 5 per 20 s) never counts past its limit
+  in any window, and every payment the ledger holds is counted in it: per request, payments <=
+  reserved or spent reservations of its runs + re-runs an operator approved (an approved re-run
+  spends the reservation of the attempt it re-runs: the operator said that one did not pay).
 
 At the end (``settle``) every request is called again on a fresh proxy once the leases have
 expired, and every execution whose outcome is unknown must be visible to the operator: an
@@ -24,7 +28,9 @@ Used by tests/chaos/test_kills.py (CI: at least 100 kills) and bench/chaos.py (l
 
 from __future__ import annotations
 
+import bisect
 import contextlib
+import itertools
 import json
 import os
 import random
@@ -37,6 +43,7 @@ import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +51,10 @@ from agentrt_proxy.store import Store
 
 LEASE_TTL = "3s"  # the shortest the configuration allows: a killed proxy's run is taken over soon
 ANSWER_TIMEOUT = 30.0
+# Small enough to refuse now and then, with a window short enough to let payments through again.
+BUDGET_LIMIT = 5
+BUDGET = {"name": "chaos", "tools": ["bank_pay"], "limit": BUDGET_LIMIT, "window": "20s"}
+BUDGET_WINDOW_NS = 20 * 1_000_000_000
 
 
 def write_config(directory: Path, repo: Path) -> Path:
@@ -54,7 +65,7 @@ def write_config(directory: Path, repo: Path) -> Path:
         "manifest": "bank.manifest.json",
         "rules": {
             "balance": {"side_effect": "read_only", "timeout": "5s"},
-            "pay": {"side_effect": "remote_mutation", "timeout": "10s"},
+            "pay": {"side_effect": "remote_mutation", "timeout": "10s", "amount_field": "amount"},
             "refund": {"side_effect": "destructive", "timeout": "5s"},
         },
     }
@@ -65,6 +76,7 @@ def write_config(directory: Path, repo: Path) -> Path:
         "lease_ttl": LEASE_TTL,
         "max_pending": 1000,
         "servers": [server],
+        "budgets": [BUDGET],
     }
     path = directory / "proxy.json"
     path.write_text(json.dumps(document, indent=2))
@@ -372,6 +384,7 @@ class Chaos:
                 events = store.events_of(run_id, limit=10_000)
                 started[recipient] += sum(1 for e in events if e.type == "step.tool_started")
             report = store.verify()
+            self.check_budget(store, paid)
         finally:
             store.close()
         for recipient, n in paid.items():
@@ -385,6 +398,33 @@ class Chaos:
             ok = c.execute("PRAGMA integrity_check").fetchone()[0]
         if ok != "ok":
             self.violations(f"integrity_check: {ok}")
+
+    def check_budget(self, store: Store, paid: Counter[str]) -> None:
+        """The budget never counts past its limit in any window, and every payment is counted."""
+        live = sorted((h for h in store.holds.every() if h.state in ("reserved", "spent")), key=lambda h: h.at)
+        ats = [h.at for h in live]
+        sums = list(itertools.accumulate((Decimal(h.amount) for h in live), initial=Decimal(0)))
+        for hold in live:  # each reservation fit, with what the window held when it was made
+            first, last = bisect.bisect_left(ats, hold.at - BUDGET_WINDOW_NS), bisect.bisect_right(ats, hold.at)
+            total = sums[last] - sums[first]
+            if total > BUDGET_LIMIT:
+                self.violations(f"budget: {total} reserved or spent in the 20 s up to run {hold.run_id}'s hold")
+        counted: Counter[str] = Counter()
+        for hold in live:
+            counted[self._recipient(store, hold.run_id)] += 1
+        reruns: Counter[str] = Counter()
+        with store.read() as c:
+            rows = c.execute(
+                "SELECT request_json FROM approvals WHERE status = 'approved' AND kind = 'interrupted_side_effect'"
+            ).fetchall()
+        for (request_json,) in rows:
+            reruns[json.loads(request_json)["args"]["to"]] += 1
+        for recipient, n in paid.items():
+            if n > counted[recipient] + reruns[recipient]:
+                self.violations(
+                    f"{recipient}: paid {n} times, counted {counted[recipient]} times in the budget "
+                    f"(and {reruns[recipient]} approved re-runs)"
+                )
 
     @staticmethod
     def _recipient(store: Store, run_id: str) -> str:

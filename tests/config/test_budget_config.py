@@ -69,6 +69,10 @@ def test_a_budget_loads_with_an_exact_limit_its_window_and_the_tools_it_covers(t
         (lambda v: v["budgets"][0].update(over_budget="ask"), 'over_budget "ask" is not deny or require_approval'),
         (lambda v: v["budgets"][0].update(cap=1), 'unknown field "cap" in budgets[0]'),
         (lambda v: v["budgets"][0].update(currency="EUR"), "declares no currency_field"),
+        (lambda v: v["budgets"][0].update(currency="EUR "), 'currency "EUR " is not a currency code'),
+        (lambda v: v["budgets"][0].update(currency="\u0415UR"), "is not a currency code (ISO 4217"),
+        (lambda v: v["budgets"][0].update(currency="E\u200bUR"), 'currency "E\\u200bUR" is not a currency code'),
+        (lambda v: v["budgets"][0].update(currency=""), 'budget "daily": currency "" is not a currency code'),
         (lambda v: v["budgets"].append(dict(v["budgets"][0])), 'the name "daily" is used twice'),
         (lambda v: pay_rule(v).update(amount_field="/a/~2b"), "is not a JSON Pointer"),
         (lambda v: pay_rule(v).update(amount_field=""), "amount_field must not be empty"),
@@ -105,6 +109,15 @@ def test_a_malformed_budget_field_is_a_configuration_error_naming_the_field(
 def test_the_policy_identity_covers_budgets_amount_fields_trust_and_clean_context(tmp_path: Path, change: Any) -> None:
     before = load(tmp_path, json.dumps(BASE)).policy_id()
     assert load(tmp_path, changed(change)).policy_id() != before
+
+
+def test_a_budget_currency_in_any_case_is_its_upper_case_iso_code(tmp_path: Path) -> None:
+    def lower(v: Any) -> None:
+        v["budgets"][0].update(currency="eur")
+        pay_rule(v).update(currency_field="currency")
+
+    (budget,) = load(tmp_path, changed(lower)).budgets
+    assert budget.currency == "EUR"
 
 
 def test_a_configuration_without_the_new_fields_keeps_its_policy_identity(tmp_path: Path) -> None:

@@ -1,7 +1,8 @@
 """Budgets across real proxy processes (issue 16, docs/decisions/0017): two proxies on one
 session racing against one budget, and an unknown outcome's reservation kept until the real
-``approve`` or ``reject`` command decides it. Effects are counted in the fake bank's ledger;
-the reservations are read from the database opened read-only.
+``approve`` or ``reject`` command decides it (``reject`` keeps it spent; ``budget release``
+frees it). Effects are counted in the fake bank's ledger; the reservations are read from the
+database opened read-only.
 """
 
 from __future__ import annotations
@@ -93,7 +94,7 @@ async def test_an_unknown_outcome_of_50_stays_spent_until_approve_re_runs_it_onc
         assert listed_json["budgets"] == [{"budget": "daily", "spent": "50.0", "reserved": "0"}]
 
 
-async def test_an_unknown_outcome_of_50_is_released_by_reject(
+async def test_an_unknown_outcome_of_50_is_kept_by_reject_and_released_by_budget_release(
     tmp_path: Path, program_argv: list[str], program_env: dict[str, str]
 ) -> None:
     async with (
@@ -102,8 +103,13 @@ async def test_an_unknown_outcome_of_50_is_released_by_reject(
     ):
         approval = await _unknown_fifty(w, host)
         await w.reject(approval, "not again")
-        assert holds(w) == {}  # released rows count for nothing
+        assert holds(w) == {"spent": Decimal(50)}  # it may have been paid (it was: the ledger holds it)
         w.release()
+        released = run_program(
+            ["budget", "release", "-db", w.db, approval.run_id, "-by", "tester", "-note", "refunded"], timeout=30
+        )
+        assert released.returncode == 0, released.stderr
+        assert holds(w) == {}  # released rows count for nothing
         full = await host.call("bank_pay", {"to": "lee", "amount": 100})
         assert not is_error(full), text_of(full)
         assert holds(w) == {"spent": Decimal(100)}

@@ -21,7 +21,7 @@ MARKERS = [
     "model sees: INTERRUPTED",
     "model sees (isError): REJECTED",
     "model sees (isError): DUPLICATE",
-    'model sees (isError): OVER_BUDGET: budget "monthly" has 128 left of 1200 per 720h0m0s',
+    'model sees (isError): OVER_BUDGET: budget "monthly" has 148 left of 1400 per 720h0m0s',
     "through the proxy the server made 1 payment",
     "without the proxy the server made 2 payments",
     "model sees (isError): bank_pay: nothing was sent to the server",

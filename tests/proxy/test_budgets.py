@@ -175,14 +175,26 @@ async def test_an_unknown_outcome_keeps_its_amount_spent_and_an_approved_re_run_
         assert spent(h) == {"spent": Decimal("50.00")}
 
 
-async def test_a_rejected_unknown_outcome_releases_its_amount(tmp_path: Path) -> None:
+async def test_a_rejected_unknown_outcome_keeps_its_amount_spent_until_the_operator_releases_it(
+    tmp_path: Path,
+) -> None:
+    from agentrt_proxy.gate import budget_release
+
     async with proxy_harness(tmp_path, rules=TIMEOUT_PAY, budgets=DAILY) as h:
         await h.raw_call("bank_pay", FIFTY_BLOCKED)
         assert spent(h) == {"reserved": Decimal("50.00")}
         (approval,) = h.pending()
         h.reject(approval.id)
-        assert spent(h) == {"released": Decimal("50.00")}
+        assert spent(h) == {"spent": Decimal("50.00")}  # the payment may have happened: it counts
         (h.directory / "ledger.release").write_text("")
+        refused = await h.raw_call("bank_pay", pay("lee", "100"))
+        assert text_of(refused).startswith(model_text.OVER_BUDGET + ":"), text_of(refused)
+        assert h.payments() == 1
+        store = Store.open(str(h.config.database))
+        try:
+            budget_release.release(store, approval.run_id, "tester", "the bank says it never went through")
+        finally:
+            store.close()
         assert not is_error(await h.raw_call("bank_pay", pay("lee", "100")))
         assert spent(h) == {"released": Decimal("50.00"), "spent": Decimal(100)}
 

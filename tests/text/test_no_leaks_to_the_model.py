@@ -80,6 +80,7 @@ ECHOED = {
     "capability": "the client capability a server's request needs (sampling or elicitation: a FORWARDED_BY value)",
     "method": "the method a server asked its client for (sampling/createMessage or elicitation/create)",
     "cls": "a side-effect class",
+    "currency": "a call's currency, shown only once it is an ISO 4217 code (three ASCII letters)",
     "outcome": "a policy outcome, or the recorded outcome a duplicate repeats",
     "reason": "the policy's reason, a refusal's reason, or why a run ended (each escaped and bounded)",
     "error": "a tool's recorded error or a schema mismatch (escaped and bounded)",

@@ -1,0 +1,58 @@
+"""``budget release RUN -note TEXT``: give back a reservation the proxy kept spent because the
+call may have taken effect (gate/budget_release.py), once the operator knows it did not.
+
+Exit codes as the other operator commands: 0 released, 1 refused (an unknown run, one still
+open, one holding nothing or only released rows; a database that cannot be opened), 2 usage.
+The release and its ``budget.released`` event commit together.
+"""
+
+from __future__ import annotations
+
+from agentrt_proxy.cli import operator, who
+from agentrt_proxy.cli.flags import UsageError
+from agentrt_proxy.gate import budget_release
+from agentrt_proxy.store import NotFound, RunStateError
+from agentrt_proxy.text import escaping, operator_text
+
+SUBCOMMANDS = ("release",)
+
+
+def command(argv: list[str]) -> int:
+    fl = operator._parse(argv, ("by", "note"), switches=("json",))
+    if not fl.positionals or fl.positionals[0] not in SUBCOMMANDS:
+        raise UsageError(operator_text.OP_BUDGET_SUBCOMMAND)
+    fl.positionals.pop(0)
+    run_id = operator._one_run(fl)
+    note = fl.get("note") or ""
+    if not note.strip():
+        raise UsageError(operator_text.OP_RELEASE_NEED_NOTE)
+    by = fl.get("by")
+    if by is None:
+        by = who.deciding_user()
+        if by is None:
+            raise UsageError(operator_text.OP_NEED_BY)
+    if not by.strip():
+        raise UsageError(operator_text.OP_BLANK_BY)
+    source = operator._database(fl)
+    decider = by
+    as_json = fl.on("json")
+    return operator._guarded("budget release", source, lambda path: _release(path, run_id, decider, note, as_json))
+
+
+def _release(path: str, run_id: str, by: str, note: str, as_json: bool) -> int:
+    with operator._opened(path, writer=True) as store:
+        try:
+            released = budget_release.release(store, run_id, by, note)
+        except NotFound:
+            raise operator.OperatorError(operator_text.OP_UNKNOWN_RUN.format(run=escaping.clean(run_id, 100))) from None
+        except (RunStateError, budget_release.NothingToRelease) as err:
+            raise operator.OperatorError(str(err)) from None
+    if as_json:
+        operator._emit_json(
+            {"run": run_id, "released": [{"budget": h.budget, "amount": h.amount, "was": h.state} for h in released]}
+        )
+        return 0
+    operator._emit(
+        [operator_text.op_released(run_id, h.budget, h.amount, h.state, escaping.clean(by, 200)) for h in released]
+    )
+    return 0
