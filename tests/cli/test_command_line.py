@@ -39,7 +39,9 @@ def test_help_text_states_the_scope_in_process() -> None:
     for phrase in SCOPE_PHRASES:
         assert phrase in shown, phrase
     for phrase in (
-        "Results are capped and flattened.",
+        # Not the seed's "capped and flattened": results pass through (docs/decisions/0015).
+        "Results pass through as the server sent them, cut at max_result_bytes",
+        "A message of more than 500,000 JSON values and keys is refused before it is read",
         "It never sees model calls",
         "is a guard against a mistake, not a boundary",
         "None may reach the configuration, the manifests",
