@@ -5,6 +5,11 @@ that claims the call, and settled in the one that records its outcome or its rej
 two proxies on one database never count the same room twice. Each state change looks its
 move up in the state table (``states.HOLD``) before its SQL runs. Reads answer rows; the
 sums are the gate's (exact decimals, never SQL's floats).
+
+Every write is also an event of its run in the same transaction (``budget.reserved`` per row,
+``budget.carried``, ``budget.settled``): the rows are state, which anyone who can write the file
+can change (a deleted reservation refills its budget), and ``verify`` holds each row to these
+events (``replay_rows.py``).
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from agentrt_proxy.canonical.durations import format_time
 from agentrt_proxy.store.sqlite_errors import mapped
 from agentrt_proxy.store.states import (
     HOLD,
@@ -25,6 +31,7 @@ from agentrt_proxy.store.transactions import Database
 from agentrt_proxy.store.tx import Tx
 
 LIVE = (HOLD_RESERVED, "spent")  # what a budget counts: reserved or spent, never released
+RESERVED_EVENT, CARRIED_EVENT, SETTLED_EVENT = "budget.reserved", "budget.carried", "budget.settled"
 
 
 @dataclass(frozen=True)
@@ -48,22 +55,27 @@ def reserve(tx: Tx, session: str, run_id: str, entries: Iterable[tuple[str, str,
     """Reserve (budget, currency, amount) for ``run_id``; a budget the run holds already is kept."""
     _check(run_id, NEW, HOLD_RESERVED)
     for budget, currency, amount in entries:
-        tx.conn.execute(
+        cur = tx.conn.execute(
             "INSERT OR IGNORE INTO budget_holds (session, budget, currency, run_id, amount, at) "
             "VALUES (?, ?, ?, ?, ?, ?)",
             (session, budget, currency, run_id, amount, at),
         )
+        if cur.rowcount == 1:
+            payload = {"session": session, "budget": budget, "currency": currency, "amount": amount, "at": at}
+            tx.append(run_id, "", format_time(at), RESERVED_EVENT, payload)
 
 
 def has_holds(tx: Tx, run_id: str) -> bool:
     return tx.conn.execute("SELECT 1 FROM budget_holds WHERE run_id = ? LIMIT 1", (run_id,)).fetchone() is not None
 
 
-def carry(tx: Tx, from_run: str, to_run: str) -> int:
+def carry(tx: Tx, from_run: str, to_run: str, at: int) -> int:
     """A fresh run asks again about ``from_run``'s unknown outcome: its reservations go with it."""
     cur = tx.conn.execute(
         "UPDATE budget_holds SET run_id = ? WHERE run_id = ? AND state = ?", (to_run, from_run, HOLD_RESERVED)
     )
+    if cur.rowcount:
+        tx.append(to_run, "", format_time(at), CARRIED_EVENT, {"from_run": from_run})
     return cur.rowcount
 
 
@@ -74,6 +86,8 @@ def settle(tx: Tx, run_id: str, state: str, at: int) -> int:
         "UPDATE budget_holds SET state = ?, settled_at = ? WHERE run_id = ? AND state = ?",
         (state, at, run_id, HOLD_RESERVED),
     )
+    if cur.rowcount:
+        tx.append(run_id, "", format_time(at), SETTLED_EVENT, {"state": state, "settled_at": at})
     return cur.rowcount
 
 

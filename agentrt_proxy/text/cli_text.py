@@ -71,7 +71,13 @@ operator's lines go to standard error, which the host keeps in its log.
 """
 
 # verify's state check (cli/verify_state.py): the state tables held against the chain.
-STATE_AGREES = "state: {runs} run(s), {approvals} approval(s), {calls} call(s): every row agrees with the chain"
+STATE_AGREES = (
+    "state: {runs} run(s), {approvals} approval(s), {calls} call(s): every row agrees with the chain, as do "
+    "{steps} step(s), {specs} tool spec(s), {holds} budget reservation(s) and {tasks} task(s)"
+)
+STATE_UNVERIFIED_HOLDS = (
+    "state: {count} budget reservation(s) were made before the chain recorded reservations: they were not checked"
+)
 STATE_DISAGREES = (
     "state: {count} finding(s): rows the chain does not explain (changed, added or removed without their events)"
 )

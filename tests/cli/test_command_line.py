@@ -169,7 +169,7 @@ AT_THE_LIMIT = [
         ["verify", "-to"],
         1,
         f"head: no events\nintact: no events in the range\nnot reached: -to {INT64_MAX}; the chain ends at seq 0\n"
-        f"{cli_text.STATE_AGREES.format(runs=0, approvals=0, calls=0)}\n",
+        f"{cli_text.STATE_AGREES.format(runs=0, approvals=0, calls=0, steps=0, specs=0, holds=0, tasks=0)}\n",
     ),
 ]
 
