@@ -35,8 +35,13 @@ SHAPES = {
 
 
 def measure(program: list[str], config: Path, arguments: str) -> tuple[float, float, float, str]:
-    proc = subprocess.Popen([*program, "serve", "-config", str(config)], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, cwd=REPO)
+    proc = subprocess.Popen(
+        [*program, "serve", "-config", str(config)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        cwd=REPO,
+    )
     assert proc.stdin is not None and proc.stdout is not None
 
     def send(line: bytes) -> None:
@@ -52,15 +57,28 @@ def measure(program: list[str], config: Path, arguments: str) -> tuple[float, fl
                 return got
 
     try:
-        send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}}).encode())
+        send(
+            json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "initialize",
+                    "params": {
+                        "protocolVersion": "2025-06-18",
+                        "capabilities": {},
+                        "clientInfo": {"name": "bench", "version": "1"},
+                    },
+                }
+            ).encode()
+        )
         answer(1)
         send(b'{"jsonrpc":"2.0","method":"notifications/initialized"}')
         send(b'{"jsonrpc":"2.0","id":2,"method":"tools/list"}')
         answer(2)
         started = vm_hwm_kb(proc.pid)
-        line = ('{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"calm_echo","arguments":'
-                + arguments + "}}").encode()
+        line = (
+            '{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"calm_echo","arguments":' + arguments + "}}"
+        ).encode()
         began = time.monotonic()
         send(line)
         got = answer(3)

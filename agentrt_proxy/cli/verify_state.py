@@ -19,9 +19,17 @@ def state_lines(report: VerifyReport) -> list[str]:
             return [cli_text.STATE_SKIPPED_RANGE]
         return [cli_text.STATE_SKIPPED_BROKEN] if report.state_skipped else []
     if state.agrees:
-        lines = [cli_text.STATE_AGREES.format(runs=state.runs, approvals=state.approvals, calls=state.calls,
-                                              steps=state.steps, specs=state.specs, holds=state.holds,
-                                              tasks=state.tasks)]
+        lines = [
+            cli_text.STATE_AGREES.format(
+                runs=state.runs,
+                approvals=state.approvals,
+                calls=state.calls,
+                steps=state.steps,
+                specs=state.specs,
+                holds=state.holds,
+                tasks=state.tasks,
+            )
+        ]
     else:
         lines = [cli_text.STATE_DISAGREES.format(count=state.total)]
         # Every value shown came from the database: made safe for one terminal line.

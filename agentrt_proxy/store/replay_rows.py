@@ -158,8 +158,10 @@ class RowReplay:
             return [Mismatch("steps", row.id, "", "row", STATE_NO_RUN)]
         facts.seen = True
         pairs: list[tuple[str, object, object]] = [
-            ("run_id", row.run_id, facts.run_id), ("idx", row.idx, facts.index), ("started_at", row.started_at,
-                                                                                   facts.started_at)]
+            ("run_id", row.run_id, facts.run_id),
+            ("idx", row.idx, facts.index),
+            ("started_at", row.started_at, facts.started_at),
+        ]
         if facts.spec_hash is not None:
             pairs.append(("spec_hash", row.spec_hash, facts.spec_hash))
         if facts.hash is not None:
@@ -179,8 +181,15 @@ class RowReplay:
             own = ""
         if own == spec_hash:
             return []
-        return [Mismatch("tool_specs", spec_hash, "spec_json", STATE_SPEC_HASH.format(hash=own[:16] or "-"),
-                         STATE_SPEC_HASH.format(hash=spec_hash[:16]))]
+        return [
+            Mismatch(
+                "tool_specs",
+                spec_hash,
+                "spec_json",
+                STATE_SPEC_HASH.format(hash=own[:16] or "-"),
+                STATE_SPEC_HASH.format(hash=spec_hash[:16]),
+            )
+        ]
 
     def check_hold(self, row: HoldRow) -> list[Mismatch]:
         key = f"{row.run_id} {row.budget}"
@@ -191,10 +200,18 @@ class RowReplay:
                 return []
             return [Mismatch("budget_holds", key, "", "row", STATE_NO_RUN)]
         facts.seen = True
-        return _differ("budget_holds", key, (
-            ("session", row.session, facts.session), ("currency", row.currency, facts.currency),
-            ("amount", row.amount, facts.amount), ("at", row.at, facts.at), ("state", row.state, facts.state),
-            ("settled_at", row.settled_at, facts.settled_at)))
+        return _differ(
+            "budget_holds",
+            key,
+            (
+                ("session", row.session, facts.session),
+                ("currency", row.currency, facts.currency),
+                ("amount", row.amount, facts.amount),
+                ("at", row.at, facts.at),
+                ("state", row.state, facts.state),
+                ("settled_at", row.settled_at, facts.settled_at),
+            ),
+        )
 
     def check_lease(self, run_id: str, owner: str, expires_at: str, runs: Replay) -> list[Mismatch]:
         facts = runs.runs.get(run_id)
@@ -215,23 +232,26 @@ class RowReplay:
         if approval_id:
             approval = runs.approvals.get(approval_id)
             if approval is None or approval.run_id != run_id:
-                found = approval.run_id if approval is not None else ""
-                return [Mismatch("proxy_tasks", task_id, "approval_id", _clip(approval_id),
-                                 STATE_TASK_APPROVAL.format(run_id=found or "-"))]
+                return [Mismatch("proxy_tasks", task_id, "approval_id", _clip(approval_id), STATE_TASK_APPROVAL)]
         return []
 
     def missing(self) -> Iterator[Mismatch]:
         """What the chain names that no row holds (after every row was checked)."""
         for step_id, step in self.steps.items():
             if not step.seen:
-                yield Mismatch("steps", step_id, "", "", STATE_STEP_STARTED.format(seq=step.seq, run_id=step.run_id))
+                yield Mismatch("steps", step_id, "", "", STATE_STEP_STARTED.format(seq=step.seq))
         for spec_hash, seq in self.specs_named.items():
             if spec_hash not in self.specs_seen:
                 yield Mismatch("tool_specs", spec_hash, "", "", STATE_SPEC_NAMED.format(seq=seq))
         for (run_id, budget), hold in self.holds.items():
             if not hold.seen:
-                yield Mismatch("budget_holds", f"{run_id} {budget}", "", "",
-                               STATE_HOLD_RESERVED.format(seq=hold.seq, amount=hold.amount))
+                yield Mismatch(
+                    "budget_holds",
+                    f"{run_id} {budget}",
+                    "",
+                    "",
+                    STATE_HOLD_RESERVED.format(seq=hold.seq, amount=hold.amount),
+                )
 
 
 def _payload(text: str) -> Mapping[str, Any]:

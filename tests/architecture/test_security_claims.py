@@ -89,4 +89,5 @@ def test_a_claim_with_no_test_or_a_test_that_does_not_exist_is_caught() -> None:
     assert not any(p.startswith("tests/") for p, _ in references("a promise, checked by hand"))
     assert missing("tests/program/test_verify_state.py", "test_no_such_test")
     assert missing("tests/no_such_file.py", None)
-    assert not missing("tests/program/test_verify_state.py", "test_verify_exits_one_naming_the_row_an_edit_by_sql_changed")
+    named = "test_verify_exits_one_naming_the_row_an_edit_by_sql_changed"
+    assert not missing("tests/program/test_verify_state.py", named)

@@ -25,10 +25,17 @@ REPEATED = [
     ("id", '{"jsonrpc":"2.0","id":3,"id":4,' + CALL + "}", None),
     ("params", '{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{},"params":{"name":"echo"}}', 5),
     ("name", '{"jsonrpc":"2.0","id":6,"method":"tools/call","params":{"name":"x","name":"echo"}}', 6),
-    ("arguments", '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{},'
-                  '"arguments":{"a":1}}}', 7),
-    ("progressToken", '{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"echo",'
-                      '"_meta":{"progressToken":1,"progressToken":2}}}', 8),
+    (
+        "arguments",
+        '{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"echo","arguments":{},"arguments":{"a":1}}}',
+        7,
+    ),
+    (
+        "progressToken",
+        '{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"echo",'
+        '"_meta":{"progressToken":1,"progressToken":2}}}',
+        8,
+    ),
 ]
 PARTS = {"name": "params", "arguments": "params", "params": "message", "progressToken": "params._meta"}
 
@@ -71,15 +78,30 @@ def many(count: int, item: str) -> str:
 
 
 WEIGHTS = [
-    ("empty objects", '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"a":['
-     + many(MAX_MESSAGE_VALUES, "{}") + "]}}}"),
+    (
+        "empty objects",
+        '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"a":['
+        + many(MAX_MESSAGE_VALUES, "{}")
+        + "]}}}",
+    ),
     ("numbers", '{"id":1,"jsonrpc":"2.0","method":"ping","params":{"a":[' + many(MAX_MESSAGE_VALUES, "0") + "]}}"),
-    ("keys", '{"id":1,"jsonrpc":"2.0","method":"ping","params":{' + ",".join(
-        f'"k{i}":0' for i in range(MAX_MESSAGE_VALUES // 2)) + "}}"),
-    ("empty strings", '{"id":1,"jsonrpc":"2.0","method":"ping","params":{"a":[' + many(MAX_MESSAGE_VALUES, '""')
-     + "]}}"),
-    ("nesting", '{"id":1,"jsonrpc":"2.0","method":"ping","params":{"a":' + "[" * MAX_MESSAGE_VALUES
-     + "]" * MAX_MESSAGE_VALUES + "}}"),
+    (
+        "keys",
+        '{"id":1,"jsonrpc":"2.0","method":"ping","params":{'
+        + ",".join(f'"k{i}":0' for i in range(MAX_MESSAGE_VALUES // 2))
+        + "}}",
+    ),
+    (
+        "empty strings",
+        '{"id":1,"jsonrpc":"2.0","method":"ping","params":{"a":[' + many(MAX_MESSAGE_VALUES, '""') + "]}}",
+    ),
+    (
+        "nesting",
+        '{"id":1,"jsonrpc":"2.0","method":"ping","params":{"a":'
+        + "[" * MAX_MESSAGE_VALUES
+        + "]" * MAX_MESSAGE_VALUES
+        + "}}",
+    ),
 ]
 
 

@@ -29,8 +29,12 @@ UNDER_THE_LIMIT = '{"to":"x","amount":[' + ",".join(["0"] * 490_000) + "]}"  # d
 EMPTY_OBJECTS = '{"to":"x","amount":[' + ",".join(["{}"] * 4_200_000) + "]}"  # 12.6 MB
 DEEP = "[" * 3_000_000 + "]" * 3_000_000
 MANY_KEYS = "{" + ",".join(f'"k{i}":0' for i in range(1_000_000)) + "}"
-SHAPES = {"under the limit": UNDER_THE_LIMIT, "4.2 M empty objects": EMPTY_OBJECTS, "deep nesting": DEEP,
-          "many keys": MANY_KEYS}
+SHAPES = {
+    "under the limit": UNDER_THE_LIMIT,
+    "4.2 M empty objects": EMPTY_OBJECTS,
+    "deep nesting": DEEP,
+    "many keys": MANY_KEYS,
+}
 ROUNDS = 3  # huge lines, one after another: their work together outlasts the lease
 
 
@@ -40,8 +44,10 @@ async def send_line(host: Host, arguments: str) -> tuple[anyio.Event, dict[str, 
     done = anyio.Event()
     box: dict[str, object] = {}
     host._raw[request_id] = (done, box)
-    line = ('{"jsonrpc":"2.0","id":"' + request_id + '","method":"tools/call","params":{"name":"bank_pay",'
-            '"arguments":' + arguments + "}}\n")
+    line = (
+        '{"jsonrpc":"2.0","id":"' + request_id + '","method":"tools/call","params":{"name":"bank_pay",'
+        '"arguments":' + arguments + "}}\n"
+    )
     await host.process.stdin.send(line.encode())  # type: ignore[union-attr]
     return done, box
 

@@ -37,7 +37,8 @@ def forged(honest: Path, directory: Path, sql: str) -> Path:
 def test_verify_of_an_honest_database_exits_zero_saying_every_row_agrees(honest: Path) -> None:
     done = run_program(["verify", "-db", str(honest)])
     assert done.returncode == 0, done.stdout + done.stderr
-    assert done.stdout.splitlines()[-1].startswith("state: 5 run(s), 3 approval(s), 5 call(s): every row agrees with the chain")
+    last = done.stdout.splitlines()[-1]
+    assert last.startswith("state: 5 run(s), 3 approval(s), 5 call(s): every row agrees with the chain"), last
 
 
 @pytest.mark.parametrize(("sql", "finding"), [
@@ -55,7 +56,7 @@ def test_verify_of_an_honest_database_exits_zero_saying_every_row_agrees(honest:
     ("UPDATE budget_holds SET amount = '0.01'",
      r'budget_holds [\w.]+ daily: amount is "0.01"; the chain says "4"'),
     ("DELETE FROM steps WHERE rowid = (SELECT MAX(rowid) FROM steps)",
-     r"steps \w+: no row; the chain says step.started at seq \d+ began this step of run [\w.]+"),
+     r"steps \w+: no row; the chain says step.started at seq \d+ began this step"),
     ("UPDATE steps SET status = 'deciding' WHERE status = 'done'",
      r'steps \w+: status is "deciding"; the chain says its step ended'),
     ("UPDATE steps SET observation_hash = 'forged' WHERE status = 'done'",
@@ -65,7 +66,8 @@ def test_verify_of_an_honest_database_exits_zero_saying_every_row_agrees(honest:
     ("UPDATE tool_specs SET spec_json = replace(spec_json, 'remote_mutation', 'read_only')",
      r"tool_specs \w+: spec_json is a spec hashing to \w+…; the chain says a spec hashing to \w+…"),
     ("UPDATE runs SET lease_owner = 'forged', lease_expires_at = '2999-01-01T00:00:00Z' WHERE status = 'COMPLETED'",
-     r'runs [\w.]+: lease_owner is "forged"; the chain says its run is COMPLETED: an ended or waiting run holds no lease'),
+     r'runs [\w.]+: lease_owner is "forged"; the chain says its run is COMPLETED: an ended or waiting run holds no '
+     r"lease"),
     ("INSERT INTO proxy_tasks (id, session, era, tool, request_key, run_id, status, created_at, updated_at, ttl_ms) "
      "VALUES ('forged', 'test', '2025-11-25', 'bank_pay', 'k', 'no-such-run', 'completed', 1, 1, 1000)",
      r'proxy_tasks forged: run_id is "no-such-run"; the chain says its run never began'),
