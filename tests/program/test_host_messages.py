@@ -50,6 +50,12 @@ def test_a_tools_call_nested_past_the_decoders_depth_is_answered_by_its_id_and_p
     deep = "[" * 2000 + "]" * 2000
     call = ('{"jsonrpc":"2.0","id":"pay-1","method":"tools/call","params":{"name":"bank_pay",'
             '"arguments":{"to":"bob","amount":25,"memo":' + deep + "}}}").encode()
+    assert_refused_by_its_id_paying_nothing(tmp_path, program_argv, program_env, call)
+
+
+def assert_refused_by_its_id_paying_nothing(tmp_path: Path, program_argv: list[str], program_env: dict[str, str],
+                                            call: bytes) -> None:
+    """``call`` (id ``pay-1``) is answered -32600, a ping after it is served, and the ledger is empty."""
     ping = b'{"jsonrpc":"2.0","id":"after","method":"ping"}'
     got = {m["id"]: m for m in serve_lines(tmp_path, program_argv, program_env,
                                            [INITIALIZE, INITIALIZED, call, ping], 3)}
@@ -75,13 +81,7 @@ def test_a_tools_call_whose_envelope_repeats_a_key_is_refused_by_its_id_and_pays
 ) -> None:
     """Issue 22, item 6: one message, one meaning; never executed as its last key says."""
     call = ('{"jsonrpc":"2.0","id":"pay-1",' + envelope + "}").encode()
-    ping = b'{"jsonrpc":"2.0","id":"after","method":"ping"}'
-    got = {m["id"]: m for m in serve_lines(tmp_path, program_argv, program_env,
-                                           [INITIALIZE, INITIALIZED, call, ping], 3)}
-    assert got["pay-1"]["error"]["code"] == -32600
-    assert got["after"]["result"] == {}
-    ledger = tmp_path / "ledger"
-    assert not ledger.exists() or ledger.read_text() == ""
+    assert_refused_by_its_id_paying_nothing(tmp_path, program_argv, program_env, call)
     assert not (tmp_path / "runs.db").exists() or _runs(tmp_path / "runs.db") == 0
 
 
