@@ -1,5 +1,6 @@
-"""What ``verify`` says of the state check: every row of runs, approvals and proxy_calls held
-against the chain (``store/replay.py``). Lines for the terminal, an object for ``-json``."""
+"""What ``verify`` says of the state check: every row of runs, approvals, proxy_calls, steps,
+tool_specs, budget_holds and proxy_tasks, and each run's lease, held against the chain
+(``store/replay.py``, ``store/replay_rows.py``). Lines for the terminal, an object for ``-json``."""
 
 from __future__ import annotations
 
@@ -18,7 +19,17 @@ def state_lines(report: VerifyReport) -> list[str]:
             return [cli_text.STATE_SKIPPED_RANGE]
         return [cli_text.STATE_SKIPPED_BROKEN] if report.state_skipped else []
     if state.agrees:
-        lines = [cli_text.STATE_AGREES.format(runs=state.runs, approvals=state.approvals, calls=state.calls)]
+        lines = [
+            cli_text.STATE_AGREES.format(
+                runs=state.runs,
+                approvals=state.approvals,
+                calls=state.calls,
+                steps=state.steps,
+                specs=state.specs,
+                holds=state.holds,
+                tasks=state.tasks,
+            )
+        ]
     else:
         lines = [cli_text.STATE_DISAGREES.format(count=state.total)]
         # Every value shown came from the database: made safe for one terminal line.
@@ -29,6 +40,8 @@ def state_lines(report: VerifyReport) -> list[str]:
         lines.append(cli_text.STATE_UNVERIFIED.format(count=state.unverified_calls))
     if state.unbegun_calls:
         lines.append(cli_text.STATE_UNBEGUN.format(count=state.unbegun_calls))
+    if state.unverified_holds:
+        lines.append(cli_text.STATE_UNVERIFIED_HOLDS.format(count=state.unverified_holds))
     return lines
 
 
@@ -42,6 +55,10 @@ def state_json(report: VerifyReport) -> dict[str, Any]:
         "runs": state.runs,
         "approvals": state.approvals,
         "calls": state.calls,
+        "steps": state.steps,
+        "tool_specs": state.specs,
+        "budget_holds": state.holds,
+        "tasks": state.tasks,
         "findings": state.total,
         "mismatches": [
             {
@@ -56,4 +73,5 @@ def state_json(report: VerifyReport) -> dict[str, Any]:
         ],
         "unverified_calls": state.unverified_calls,
         "unbegun_calls": state.unbegun_calls,
+        "unverified_holds": state.unverified_holds,
     }

@@ -15,9 +15,8 @@ from agentrt_proxy.canonical.clock import WALL
 from agentrt_proxy.errors import AgentrtError
 from agentrt_proxy.gate.model import fmt
 from agentrt_proxy.store import TERMINAL, Hold, RunStateError, Store, holds
+from agentrt_proxy.store.holds import RELEASED_EVENT
 from agentrt_proxy.text.operator_text import ERR_RELEASE_ALREADY, ERR_RELEASE_NONE, ERR_RELEASE_OPEN_RUN
-
-RELEASED_EVENT = "budget.released"
 
 
 class NothingToRelease(AgentrtError):
@@ -38,5 +37,6 @@ def release(store: Store, run_id: str, by: str, note: str, now_ns: int | None = 
             had = store.holds.of_run(run_id)
             raise NothingToRelease((ERR_RELEASE_ALREADY if had else ERR_RELEASE_NONE).format(run_id=run_id))
         entries = [{"budget": h.budget, "currency": h.currency, "amount": h.amount, "was": h.state} for h in released]
-        tx.append(run_id, "", at, RELEASED_EVENT, {"by": by, "note": note, "holds": entries})
+        payload = {"by": by, "note": note, "holds": entries, "settled_at": now}  # verify replays the rows from it
+        tx.append(run_id, "", at, RELEASED_EVENT, payload)
     return released

@@ -108,7 +108,7 @@ class Budgets:
         fresh run asking again about ``carry_from``'s unknown outcome takes that one over."""
         if not self.covers(tool) or holds.has_holds(tx, run_id):
             return
-        if carry_from and holds.carry(tx, carry_from, run_id):
+        if carry_from and holds.carry(tx, carry_from, run_id, now_ns):
             return
         charge = self.charge(tool, args)
         if not isinstance(charge, Resolved) or not charge.amount:

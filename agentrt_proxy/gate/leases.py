@@ -3,7 +3,10 @@ that needs it, and renewed while a tool runs."""
 
 from __future__ import annotations
 
-import asyncio
+import heapq
+import itertools
+import threading
+import time
 from collections.abc import Callable
 
 import anyio
@@ -21,45 +24,94 @@ def check_lease(run: Run, owner: str, wall_ns: int) -> None:
         raise LeaseLost(ERR_LEASE_EXPIRED.format(run_id=run.id, at=run.lease_expires_at))
 
 
-class LeaseRenewals:
-    """Renew a lease every ``period_s`` while a tool runs.
+class _RenewalClock:
+    """One daemon thread that runs every due renewal of the process, in due order.
 
-    A timer on the event loop rather than a task per call: most calls end long before the
-    first renewal is due, and then this costs a timer set and cancelled (a task group and
-    a task cost ~0.1 ms per call). A due renewal runs ``renew`` in a worker thread (the
-    store's lease connection), as its own task; ``stop`` waits for one in flight, so no
-    renewal outlives the call. ``renew`` answering False (another owner has the run) calls
-    ``on_lost`` and renews no more; a store error is retried at the next tick."""
+    Not the event loop: a message the loop is decoding, validating or canonicalising (a C call
+    that holds the loop for as long as it runs) would hold a ``call_later`` timer with it, and a
+    lease renewed late is a run another proxy takes over while its tool runs (SECURITY.md).
+    A thread of its own only waits for the GIL, which no single step of the proxy holds for long
+    (a message's size and value count are bounded before it is decoded). A call that ends before
+    its first renewal costs one heap entry, dropped when it comes due."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._due: list[tuple[float, int, LeaseRenewals]] = []
+        self._order = itertools.count()
+        self._thread: threading.Thread | None = None
+
+    def schedule(self, delay_s: float, renewals: LeaseRenewals) -> None:
+        with self._cond:
+            entry = (time.monotonic() + delay_s, next(self._order), renewals)
+            heapq.heappush(self._due, entry)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="agentrt-lease-renewals", daemon=True)
+                self._thread.start()
+            elif self._due[0] is entry:
+                self._cond.notify()
+
+    def _run(self) -> None:
+        while True:
+            with self._cond:
+                while True:
+                    if not self._due:
+                        self._cond.wait()
+                        continue
+                    wait = self._due[0][0] - time.monotonic()
+                    if wait > 0:
+                        self._cond.wait(wait)
+                        continue
+                    renewals = heapq.heappop(self._due)[2]
+                    break
+            renewals._fire()
+
+
+_CLOCK = _RenewalClock()
+
+
+class LeaseRenewals:
+    """Renew a lease every ``period_s`` while a tool runs, on the renewal thread (``_RenewalClock``).
+
+    ``renew`` runs there (the store's lease connection, which any thread may use); answering
+    False (another owner has the run) calls ``on_lost`` there too (so it must be safe from any
+    thread: the session's sets a flag) and renews no more; a store error is retried at the next
+    tick. ``stop`` waits for a renewal in flight, so no renewal outlives the call."""
 
     def __init__(self, period_s: float, renew: Callable[[], bool], on_lost: Callable[[], None]) -> None:
         self._renew_once = renew
         self._on_lost = on_lost
-        self._loop = asyncio.get_running_loop()
         self._period = period_s
-        self._task: asyncio.Task[None] | None = None
+        self._state = threading.Condition()
         self._stopped = False
-        self._timer: asyncio.TimerHandle | None = self._loop.call_later(self._period, self._due)
+        self._renewing = False
+        _CLOCK.schedule(self._period, self)
 
-    def _due(self) -> None:
-        self._timer = None
-        if not self._stopped:
-            self._task = self._loop.create_task(self._renew())
-
-    async def _renew(self) -> None:
+    def _fire(self) -> None:
+        with self._state:
+            if self._stopped:
+                return
+            self._renewing = True
         try:
-            ok = await anyio.to_thread.run_sync(self._renew_once)
+            ok = self._renew_once()
         except Exception:
             ok = True  # a store error: retried at the next tick
         if not ok:
             self._on_lost()
-        elif not self._stopped:
-            self._timer = self._loop.call_later(self._period, self._due)
+        with self._state:
+            self._renewing = False
+            self._state.notify_all()
+            if ok and not self._stopped:
+                _CLOCK.schedule(self._period, self)
+
+    def _wait_idle(self) -> None:
+        with self._state:
+            while self._renewing:
+                self._state.wait()
 
     async def stop(self) -> None:
-        self._stopped = True
-        if self._timer is not None:
-            self._timer.cancel()
-        task = self._task
-        if task is not None and not task.done():
+        with self._state:
+            self._stopped = True
+            renewing = self._renewing
+        if renewing:
             with anyio.CancelScope(shield=True):
-                await task
+                await anyio.to_thread.run_sync(self._wait_idle)

@@ -33,7 +33,7 @@ from agentrt_proxy.mcp.errors import (
     SessionExpired,
     TransportError,
 )
-from agentrt_proxy.mcp.framing import Oversize
+from agentrt_proxy.mcp.framing import EDGE_BYTES, Oversize
 from agentrt_proxy.mcp.jsonrpc import METHOD_NOT_FOUND, DecodeFailure, ErrorResponse, Notification, Request, Response
 from agentrt_proxy.mcp.listing import ListedTool, listed_page
 from agentrt_proxy.mcp.outcomes import HttpStatus, NoAnswer, NoAnswerKind, NotSent, Refused, RpcError, ToolOutcome
@@ -136,13 +136,22 @@ class Connection:
             self._oversize(data)
             return
         decoded = jsonrpc.decode_line(data)
-        if decoded is None or isinstance(decoded, jsonrpc.Batch | jsonrpc.Invalid):
-            return  # never sent a batch; nothing sensible to match an invalid message to
+        if decoded is None or isinstance(decoded, jsonrpc.Batch):
+            return  # never sent a batch
+        if isinstance(decoded, jsonrpc.Invalid):
+            # An answer whose envelope says two things (a repeated key) is refused, not ignored.
+            pending = self._pending.get(decoded.id) if isinstance(decoded.id, int) else None
+            if pending is not None and pending.answer is None and not decoded.is_request:
+                pending.answer = _Undecodable(decoded.reason, whole_characters(data[:EDGE_BYTES]))
+                pending.done.set()
+            return  # nothing sensible to match another invalid message to
         if isinstance(decoded, DecodeFailure):
-            msg_id = top_level_id(data.decode("utf-8", "replace"))
+            edges = (data[:EDGE_BYTES], data[-EDGE_BYTES:])  # a message refused by its weight: never scanned
+            msg_id = answer_id(*edges) if decoded.undecoded else top_level_id(data.decode("utf-8", "replace"))
             pending = self._pending.get(msg_id) if isinstance(msg_id, int) else None
             if pending is not None and pending.answer is None:
-                pending.answer = _Undecodable(decoded.reason, data)
+                kept = whole_characters(data[:EDGE_BYTES]) if decoded.undecoded else data
+                pending.answer = _Undecodable(decoded.reason, kept)
                 pending.done.set()
             return
         if isinstance(decoded, Response | ErrorResponse):
@@ -308,7 +317,7 @@ class Connection:
         if isinstance(answer, ErrorResponse):
             raise TransportError(f"the server answered {method} with error {answer.code}: {go_escape(answer.message)}")
         if isinstance(answer, _Undecodable):
-            raise TransportError(f"the answer to {method} is not JSON: {answer.reason}")
+            raise TransportError(f"the answer to {method} cannot be read: {answer.reason}")
         assert isinstance(answer, Response)
         return answer
 
@@ -317,7 +326,7 @@ class Connection:
     ) -> Response | ErrorResponse:
         """One request passed through for the layers above (resources, prompts, completion):
         the server's answer, a JSON-RPC error included; ``TransportError`` when there is none
-        (the session ended, the answer is not JSON, or ``timeout_ns`` passed)."""
+        (the session ended, the answer cannot be read, or ``timeout_ns`` passed)."""
         msg_id: int | None = None
         pending: _Pending | None = None
         try:
@@ -336,7 +345,7 @@ class Connection:
             raise pending.failure
         answer = pending.answer
         if isinstance(answer, _Undecodable):
-            raise TransportError(f"the answer to {method} is not JSON: {answer.reason}")
+            raise TransportError(f"the answer to {method} cannot be read: {answer.reason}")
         assert isinstance(answer, Response | ErrorResponse)
         return answer
 

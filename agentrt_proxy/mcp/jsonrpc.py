@@ -11,6 +11,7 @@ import secrets
 from dataclasses import dataclass
 from typing import Any
 
+from agentrt_proxy.canonical.message_size import MAX_MESSAGE_VALUES, too_many_values
 from agentrt_proxy.errors import InvalidValue
 from agentrt_proxy.mcp.spans import SpanError, iter_members, top_level_id
 
@@ -40,11 +41,15 @@ INVALID_REQUEST = -32600
 MSG_TOO_DEEP = "the message is nested too deeply"
 MSG_TOO_MANY_DIGITS = "a number in the message has more digits than the decoder reads"
 MSG_NOT_INITIALIZED = "the session is not initialized: send initialize first"
+MSG_TOO_MANY_VALUES = "the message holds more than {limit} JSON values and keys, the most one message may hold"
+MSG_REPEATED_KEY = "the message repeats the key {key} in its {part}: one message has one meaning"
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 
 RequestId = str | int
+
+HEAD_BYTES = 1 << 16  # of a message refused undecoded, searched for its id (every SDK writes it early)
 
 # How many tokens of a line that does not decode are searched for its id: about 0.15 s at
 # most, so a hostile 16 MiB line cannot hold the event loop (and the leases) for seconds.
@@ -107,6 +112,7 @@ class DecodeFailure:
 
     reason: str
     request_id: RequestId | None = None
+    undecoded: bool = False  # refused by its weight before decoding (its id read from its edges)
 
 
 Message = Request | Notification | Response | ErrorResponse
@@ -132,7 +138,44 @@ def _refuse_constant(name: str) -> Any:
     raise _NotJSON(f"{name} is not JSON")
 
 
-_DECODER = json.JSONDecoder(parse_constant=_refuse_constant)
+class _Repeated(dict[str, Any]):
+    """A decoded object whose text repeated a key (its value is the last one's, as ``json``
+    keeps). Only the envelope's objects are refused for it (``classify``); deeper ones are the
+    arguments' or the result's, which the strict boundary refuses in its own words."""
+
+    repeated_key = ""
+
+
+def _object(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) == len(pairs):
+        return obj
+    repeated = _Repeated(obj)
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            repeated.repeated_key = key
+            break
+        seen.add(key)
+    return repeated
+
+
+_DECODER = json.JSONDecoder(parse_constant=_refuse_constant, object_pairs_hook=_object)
+
+
+def _repeated_in_envelope(obj: dict[str, Any]) -> str | None:
+    """Why the envelope is refused for a repeated key: the message object, its ``params`` (and
+    their ``_meta``), its ``error`` and its ``result``, each at its own top level."""
+    parts: list[tuple[str, Any]] = [("message", obj)]
+    params = obj.get("params")
+    parts += [("params", params)]
+    if isinstance(params, dict):
+        parts.append(("params._meta", params.get("_meta")))
+    parts += [("error", obj.get("error")), ("result", obj.get("result"))]
+    for part, value in parts:
+        if isinstance(value, _Repeated):
+            return MSG_REPEATED_KEY.format(key=json.dumps(value.repeated_key, ensure_ascii=False), part=part)
+    return None
 
 
 def _valid_id(value: Any) -> bool:
@@ -146,6 +189,11 @@ def classify(obj: Any, text: str) -> Message | Invalid:
     raw_id = obj.get("id")
     has_id = "id" in obj and raw_id is not None
     msg_id = raw_id if _valid_id(raw_id) else None
+    repeated = _repeated_in_envelope(obj)
+    if repeated is not None:
+        # Never the id of a message that gives two: which one it meant cannot be known.
+        known_id = None if isinstance(obj, _Repeated) and obj.repeated_key == "id" else msg_id
+        return Invalid(known_id, repeated, "method" in obj)
     if "method" in obj:
         method = obj["method"]
         if obj.get("jsonrpc") != "2.0":
@@ -186,6 +234,9 @@ def decode_line(line: bytes) -> Message | Invalid | Batch | DecodeFailure | None
         return DecodeFailure("the message is not valid UTF-8")
     if not text.strip(" \t\r\n"):
         return None
+    if too_many_values(line):
+        reason = MSG_TOO_MANY_VALUES.format(limit=MAX_MESSAGE_VALUES)
+        return DecodeFailure(reason, oversized_request_id(line[:HEAD_BYTES]), undecoded=True)
     try:
         obj = _DECODER.decode(text)
     except RecursionError:

@@ -260,7 +260,7 @@ class ServerSession:
         """Handle one message; return an immediate answer, or start a task for a request."""
         if isinstance(msg, Invalid):
             if msg.is_request or msg.id is not None:
-                return jsonrpc.error(msg.id, INVALID_REQUEST, jsonrpc.error_message(INVALID_REQUEST))
+                return jsonrpc.error(msg.id, INVALID_REQUEST, msg.reason)
             return None  # e.g. a stray response: nothing to answer
         if isinstance(msg, (Response, ErrorResponse)):
             self.host_requests.answered(msg)  # an answer to a request of ours, or nothing to match

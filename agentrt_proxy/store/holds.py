@@ -5,6 +5,11 @@ that claims the call, and settled in the one that records its outcome or its rej
 two proxies on one database never count the same room twice. Each state change looks its
 move up in the state table (``states.HOLD``) before its SQL runs. Reads answer rows; the
 sums are the gate's (exact decimals, never SQL's floats).
+
+Every write is also an event of its run in the same transaction (``budget.reserved`` per row,
+``budget.carried``, ``budget.settled``): the rows are state, which anyone who can write the file
+can change (a deleted reservation refills its budget), and ``verify`` holds each row to these
+events (``replay_rows.py``).
 """
 
 from __future__ import annotations
@@ -13,6 +18,7 @@ import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from agentrt_proxy.canonical.durations import format_time
 from agentrt_proxy.store.sqlite_errors import mapped
 from agentrt_proxy.store.states import (
     HOLD,
@@ -26,6 +32,8 @@ from agentrt_proxy.store.transactions import Database
 from agentrt_proxy.store.tx import Tx
 
 LIVE = (HOLD_RESERVED, HOLD_SPENT)  # what a budget counts: reserved or spent, never released
+RESERVED_EVENT, CARRIED_EVENT, SETTLED_EVENT = "budget.reserved", "budget.carried", "budget.settled"
+RELEASED_EVENT = "budget.released"  # the operator's ``budget release`` (gate/budget_release.py)
 
 
 @dataclass(frozen=True)
@@ -56,13 +64,20 @@ def reserve(tx: Tx, session: str, run_id: str, entries: Iterable[tuple[str, str,
             "VALUES (?, ?, ?, ?, ?, ?)",
             (session, budget, currency, run_id, amount, at),
         )
-        if inserted.rowcount == 0:
+        reserved = inserted.rowcount == 1
+        if not reserved:
             _check(run_id, HOLD_RELEASED, HOLD_RESERVED)
-            tx.conn.execute(
-                "UPDATE budget_holds SET state = ?, currency = ?, amount = ?, at = ?, settled_at = 0 "
-                "WHERE run_id = ? AND budget = ? AND state = ?",
-                (HOLD_RESERVED, currency, amount, at, run_id, budget, HOLD_RELEASED),
+            reserved = (
+                tx.conn.execute(
+                    "UPDATE budget_holds SET state = ?, currency = ?, amount = ?, at = ?, settled_at = 0 "
+                    "WHERE run_id = ? AND budget = ? AND state = ?",
+                    (HOLD_RESERVED, currency, amount, at, run_id, budget, HOLD_RELEASED),
+                ).rowcount
+                == 1
             )
+        if reserved:  # a new row, or a released one reserved again: either is an event of the run
+            payload = {"session": session, "budget": budget, "currency": currency, "amount": amount, "at": at}
+            tx.append(run_id, "", format_time(at), RESERVED_EVENT, payload)
 
 
 def has_holds(tx: Tx, run_id: str) -> bool:
@@ -75,11 +90,13 @@ def has_holds(tx: Tx, run_id: str) -> bool:
     )
 
 
-def carry(tx: Tx, from_run: str, to_run: str) -> int:
+def carry(tx: Tx, from_run: str, to_run: str, at: int) -> int:
     """A fresh run asks again about ``from_run``'s unknown outcome: its reservations go with it."""
     cur = tx.conn.execute(
         "UPDATE budget_holds SET run_id = ? WHERE run_id = ? AND state = ?", (to_run, from_run, HOLD_RESERVED)
     )
+    if cur.rowcount:
+        tx.append(to_run, "", format_time(at), CARRIED_EVENT, {"from_run": from_run})
     return cur.rowcount
 
 
@@ -90,6 +107,8 @@ def settle(tx: Tx, run_id: str, state: str, at: int) -> int:
         "UPDATE budget_holds SET state = ?, settled_at = ? WHERE run_id = ? AND state = ?",
         (state, at, run_id, HOLD_RESERVED),
     )
+    if cur.rowcount:
+        tx.append(run_id, "", format_time(at), SETTLED_EVENT, {"state": state, "settled_at": at})
     return cur.rowcount
 
 

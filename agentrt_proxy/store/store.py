@@ -24,6 +24,7 @@ from agentrt_proxy.store.holds import Holds
 from agentrt_proxy.store.index import CallIndex
 from agentrt_proxy.store.leases import LeaseConnection
 from agentrt_proxy.store.replay import Replay
+from agentrt_proxy.store.replay_rows import RowReplay
 from agentrt_proxy.store.rows import (
     APPROVAL_COLS,
     EVENT_COLS,
@@ -268,13 +269,18 @@ class Store:
         each approval's own fields to its recorded hash."""
         if not state:
             return verify_chain(self._db, from_seq, to_seq, head)
-        replay = Replay(approval_hash)
+        replay, rows = Replay(approval_hash), RowReplay()
+
+        def observe(ev: Event) -> None:
+            replay.feed(ev)
+            rows.feed(ev)
+
         with self._db.read() as conn:
-            report = verify_chain(self._db, from_seq, to_seq, head, observe=replay.feed)
+            report = verify_chain(self._db, from_seq, to_seq, head, observe=observe)
             if report.brk is not None:
                 report.state_skipped = "broken"  # the replay stopped at the break
             elif from_seq > 1 or (to_seq and to_seq < report.head_seq):
                 report.state_skipped = "range"  # the tables are the whole chain's
             else:
-                report.state = check_state(conn, replay)
+                report.state = check_state(conn, replay, rows)
         return report

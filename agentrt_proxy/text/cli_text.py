@@ -5,9 +5,11 @@ from __future__ import annotations
 import os
 import sys
 
+from agentrt_proxy.canonical.message_size import MAX_MESSAGE_VALUES
+
 PROGRAM = "agentrt-proxy"
 
-SCOPE = """\
+SCOPE = f"""\
 agentrt-proxy: a local MCP proxy that puts a durable, audited gate in front of MCP servers.
 
 What it does not do:
@@ -25,7 +27,9 @@ What it does not do:
   Each call is a separate run, so there are no limits or policy over a conversation's history.
   The duplicate rule refuses a deliberate identical repeat of a call that changes something,
   inside the repeat window, as well as a retry.
-  Results are capped and flattened.
+  Results pass through as the server sent them, cut at max_result_bytes (a closing text
+  block says what was left out). A message of more than {MAX_MESSAGE_VALUES:,} JSON values and keys is
+  refused before it is read, whatever its size.
   The pin covers what a server presents, not what it does.
 
 What it keeps:
@@ -71,7 +75,13 @@ operator's lines go to standard error, which the host keeps in its log.
 """
 
 # verify's state check (cli/verify_state.py): the state tables held against the chain.
-STATE_AGREES = "state: {runs} run(s), {approvals} approval(s), {calls} call(s): every row agrees with the chain"
+STATE_AGREES = (
+    "state: {runs} run(s), {approvals} approval(s), {calls} call(s): every row agrees with the chain, as do "
+    "{steps} step(s), {specs} tool spec(s), {holds} budget reservation(s) and {tasks} task(s)"
+)
+STATE_UNVERIFIED_HOLDS = (
+    "state: {count} budget reservation(s) were made before the chain recorded reservations: they were not checked"
+)
 STATE_DISAGREES = (
     "state: {count} finding(s): rows the chain does not explain (changed, added or removed without their events)"
 )

@@ -183,6 +183,15 @@ STATE_OUTCOME_KNOWN = "no outcome of its run's tool was recorded (known needs on
 STATE_OUTCOME_UNKNOWN = "its run's tool never began and no interruption was asked about (unknown needs one)"
 STATE_OUTCOME_SUCCEEDED = "its run's tool returned a result (none means nothing ran)"
 STATE_OUTCOME_SENT = "its run's tool was sent the request and failed (none means nothing ran)"
+STATE_STEP_STARTED = "step.started at seq {seq} began this step"
+STATE_STEP_EXECUTING = "its tool started and no outcome was recorded: executing"
+STATE_STEP_ENDED = "its step ended (an outcome, a failure or an interruption was recorded)"
+STATE_SPEC_HASH = "a spec hashing to {hash}…"
+STATE_SPEC_NAMED = "step.policy at seq {seq} decided under this tool spec"
+STATE_HOLD_RESERVED = "budget.reserved at seq {seq} reserved {amount}"
+STATE_LEASE_HELD = "its run is {status}: an ended or waiting run holds no lease"
+STATE_TASK_APPROVAL = "that approval is not one the chain gives the task's run"
+STATE_A_TIME = "a time"
 
 
 # =============================================================================================

@@ -1,12 +1,13 @@
 """What the host is shown of a tool beside its name, description and input schema.
 
-``title``, ``icons`` and ``outputSchema`` come from the server's live listing (they are not
-pinned: see docs/decisions/0015). Each is passed only in a shape every host accepts, since a
-host that parses the listing strictly (the TypeScript SDK's client does) refuses the whole
-listing for one malformed tool: a title is a string, an icon an object with a string ``src``
-(``mimeType`` a string, ``sizes`` strings, ``theme`` light or dark), an output schema a JSON
-object whose ``type`` is ``"object"`` (what revisions up to 2025-11-25 require). Anything else
-is left out, never repaired.
+``title``, ``icons`` and ``outputSchema`` come from the server's live listing; the pin records
+the title and the output schema (a ``display`` entry, docs/decisions/0018) and the load checks
+refuse a tool whose two changed, while icons are not pinned (docs/decisions/0015). Each is
+passed only in a shape every host accepts, since a host that parses the listing strictly (the
+TypeScript SDK's client does) refuses the whole listing for one malformed tool: a title is a
+string, an icon an object with a string ``src`` (``mimeType`` a string, ``sizes`` strings,
+``theme`` light or dark), an output schema a JSON object whose ``type`` is ``"object"`` (what
+revisions up to 2025-11-25 require). Anything else is left out, never repaired.
 
 ``annotations``: ``readOnlyHint`` and ``destructiveHint`` are the operator's classification,
 never the server's claims (``readOnlyHint`` only for ``read_only``, ``destructiveHint`` only for

@@ -39,7 +39,9 @@ def test_help_text_states_the_scope_in_process() -> None:
     for phrase in SCOPE_PHRASES:
         assert phrase in shown, phrase
     for phrase in (
-        "Results are capped and flattened.",
+        # Not the seed's "capped and flattened": results pass through (docs/decisions/0015).
+        "Results pass through as the server sent them, cut at max_result_bytes",
+        "A message of more than 500,000 JSON values and keys is refused before it is read",
         "It never sees model calls",
         "is a guard against a mistake, not a boundary",
         "None may reach the configuration, the manifests",
@@ -188,7 +190,7 @@ AT_THE_LIMIT = [
         ["verify", "-to"],
         1,
         f"head: no events\nintact: no events in the range\nnot reached: -to {INT64_MAX}; the chain ends at seq 0\n"
-        f"{cli_text.STATE_AGREES.format(runs=0, approvals=0, calls=0)}\n",
+        f"{cli_text.STATE_AGREES.format(runs=0, approvals=0, calls=0, steps=0, specs=0, holds=0, tasks=0)}\n",
     ),
 ]
 

@@ -27,7 +27,7 @@ def test_an_honest_database_says_every_row_agrees_and_exits_zero(
         waiting: Waiting, capsys: pytest.CaptureFixture[str]) -> None:
     assert main.main(["verify", "-db", str(waiting.db)]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert lines[-1] == cli_text.STATE_AGREES.format(runs=1, approvals=1, calls=0)
+    assert lines[-1] == cli_text.STATE_AGREES.format(runs=1, approvals=1, calls=0, steps=1, specs=1, holds=0, tasks=0)
 
 
 def test_an_approval_forged_to_approved_exits_one_naming_table_key_and_mismatch(

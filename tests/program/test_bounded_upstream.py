@@ -49,6 +49,8 @@ async def hostile_world(tmp_path: Path, argv: list[str], env: dict[str, str]) ->
         "flood_note": {"side_effect": "local_mutation"},
         "trickle": {"side_effect": "read_only", "timeout": "2s"},
         "endless": {"side_effect": "local_mutation"},
+        "twofold": {"side_effect": "local_mutation"},
+        "weighty": {"side_effect": "local_mutation"},
     }
     document = {
         "database": "proxy.db",
@@ -135,3 +137,23 @@ async def test_lines_that_never_end_are_dropped_at_the_timeout_or_cut_at_the_bou
         assert peak_rss_kb(host.process.pid) < SANITY_RSS_KB
         assert w.pending() == []
     assert recorded_failures(w, "call hostile_endless") == ["invalid_content"]
+
+
+async def test_an_answer_that_repeats_its_result_or_outweighs_the_limit_is_refused_not_read_by_its_last_key(
+    tmp_path: Path, program_argv: list[str], program_env: dict[str, str]
+) -> None:
+    """Issue 22, items 5 and 6, from an upstream: an answer whose envelope says two things, and
+    an answer of 4.2 million ``{}``, are each refused (UNRECORDED: the server answered, so the
+    call may have executed), neither read as its last key or decoded; the server still answers."""
+    w = await hostile_world(tmp_path, program_argv, program_env)
+    async with proxy(w) as host:
+        for tool, said in (("twofold", 'repeats the key "result"'), ("weighty", "500000 JSON values")):
+            answered = await host.call(f"hostile_{tool}", {})
+            assert text_of(answered).startswith("UNRECORDED: the server answered this request"), text_of(answered)
+            assert said in text_of(answered)
+        echoed = await host.call("hostile_echo", {"n": 4})
+        assert not is_error(echoed) and json.loads(text_of(echoed)) == {"n": 4}, text_of(echoed)
+        assert calls(w, "hostile") == ["twofold", "weighty", "echo"]
+        assert peak_rss_kb(host.process.pid) < SANITY_RSS_KB
+    for tool in ("twofold", "weighty"):
+        assert recorded_failures(w, f"call hostile_{tool}") == ["invalid_content"]

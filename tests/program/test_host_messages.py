@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from agentrt_proxy.store import Store
 from tests.conftest import run_program
 from tests.harness import write_config
 
@@ -49,6 +50,12 @@ def test_a_tools_call_nested_past_the_decoders_depth_is_answered_by_its_id_and_p
     deep = "[" * 2000 + "]" * 2000
     call = ('{"jsonrpc":"2.0","id":"pay-1","method":"tools/call","params":{"name":"bank_pay",'
             '"arguments":{"to":"bob","amount":25,"memo":' + deep + "}}}").encode()
+    assert_refused_by_its_id_paying_nothing(tmp_path, program_argv, program_env, call)
+
+
+def assert_refused_by_its_id_paying_nothing(tmp_path: Path, program_argv: list[str], program_env: dict[str, str],
+                                            call: bytes) -> None:
+    """``call`` (id ``pay-1``) is answered -32600, a ping after it is served, and the ledger is empty."""
     ping = b'{"jsonrpc":"2.0","id":"after","method":"ping"}'
     got = {m["id"]: m for m in serve_lines(tmp_path, program_argv, program_env,
                                            [INITIALIZE, INITIALIZED, call, ping], 3)}
@@ -56,3 +63,31 @@ def test_a_tools_call_nested_past_the_decoders_depth_is_answered_by_its_id_and_p
     assert got["after"]["result"] == {}
     ledger = tmp_path / "ledger"
     assert not ledger.exists() or ledger.read_text() == ""
+
+
+@pytest.mark.parametrize(
+    "envelope",
+    [
+        '"method":"ping","method":"tools/call","params":{"name":"bank_pay","arguments":{"to":"bob","amount":25}}',
+        '"method":"tools/call","params":{"name":"bank_balance","name":"bank_pay","arguments":{"to":"bob","amount":25}}',
+        '"method":"tools/call","params":{"name":"bank_pay","arguments":{"to":"bob","amount":1},'
+        '"arguments":{"to":"bob","amount":25}}',
+        '"method":"tools/call","params":{},"params":{"name":"bank_pay","arguments":{"to":"bob","amount":25}}',
+    ],
+    ids=["method", "name", "arguments", "params"],
+)
+def test_a_tools_call_whose_envelope_repeats_a_key_is_refused_by_its_id_and_pays_nothing(
+    tmp_path: Path, program_argv: list[str], program_env: dict[str, str], envelope: str
+) -> None:
+    """Issue 22, item 6: one message, one meaning; never executed as its last key says."""
+    call = ('{"jsonrpc":"2.0","id":"pay-1",' + envelope + "}").encode()
+    assert_refused_by_its_id_paying_nothing(tmp_path, program_argv, program_env, call)
+    assert not (tmp_path / "runs.db").exists() or _runs(tmp_path / "runs.db") == 0
+
+
+def _runs(db: Path) -> int:
+    store = Store.open_readonly(str(db))
+    try:
+        return len(store.list_runs(100))
+    finally:
+        store.close()

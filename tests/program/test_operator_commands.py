@@ -127,7 +127,8 @@ def test_verify_an_intact_chain_exits_zero(waiting: Waiting) -> None:
     assert head.startswith("head: seq ") and intact.startswith("intact: ") and last.startswith("last checked: seq ")
     seq = int(head.split()[2])
     assert intact == f"intact: {seq} event(s), seq 1 to {seq}"
-    assert state == "state: 1 run(s), 1 approval(s), 0 call(s): every row agrees with the chain"
+    assert state == ("state: 1 run(s), 1 approval(s), 0 call(s): every row agrees with the chain, as do 1 step(s), "
+                     "1 tool spec(s), 0 budget reservation(s) and 0 task(s)")
 
 
 @pytest.mark.program

@@ -109,6 +109,7 @@ def move(store: Store, what: str, before: Any, after: Any) -> None:
         elif before != NEW:
             assert store.tasks.finish(task_id, after, "ended", "{}", 3)
     elif what == HOLD:
+        put_run(store)  # a reservation is an event of its run (verify holds the row to it)
         with store.write() as tx:
             holds.reserve(tx, "test", RUN_ID, [("daily", "", "10.00")], 1)
             if before == states.HOLD_RELEASED:  # released, then reserved again by a second collection

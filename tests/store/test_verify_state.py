@@ -17,7 +17,7 @@ import anyio
 import pytest
 
 from agentrt_proxy.gate import Decision, approvals
-from agentrt_proxy.store import Store, VerifyReport, replay, store
+from agentrt_proxy.store import Store, VerifyReport, replay, replay_rows, store
 from tests.gate_fixtures import LIMITS, FakeClock, make_gate
 from tests.verify_fixtures import build_honest
 
@@ -74,7 +74,7 @@ def one(path: Path, sql: str) -> Any:
 def test_an_honest_database_of_calls_approvals_rejections_and_an_unknown_outcome_agrees(honest: Path) -> None:
     report = verify(honest)
     assert report.intact and report.state is not None and report.state.agrees, report.state
-    assert (report.state.runs, report.state.approvals, report.state.calls) == (4, 3, 4)
+    assert (report.state.runs, report.state.approvals, report.state.calls) == (5, 3, 5)
     assert report.state.unverified_calls == report.state.unbegun_calls == 0
 
 
@@ -151,7 +151,26 @@ def test_the_rows_are_held_to_the_chain_of_the_same_moment_while_a_writer_goes_o
     try:
         report = verify(copy)
         assert Interleaved.wrote and report.intact and report.state is not None
-        assert report.state.runs == 4  # the honest four; the fifth came after the snapshot
-        assert verify(copy).state.runs == 5  # type: ignore[union-attr]
+        assert report.state.runs == 5  # the honest five; the sixth came after the snapshot
+        assert verify(copy).state.runs == 6  # type: ignore[union-attr]
     finally:
         writer.close()
+
+
+def test_a_task_bound_to_an_approval_of_another_run_is_found(copy: Path) -> None:
+    (approval_id, run_id) = one(copy, "SELECT id, run_id FROM approvals ORDER BY rowid LIMIT 1")
+    (other,) = one(copy, f"SELECT id FROM runs WHERE id != '{run_id}' ORDER BY rowid LIMIT 1")
+    edit(
+        copy,
+        "INSERT INTO proxy_tasks (id, session, era, tool, request_key, run_id, approval_id, status, created_at, "
+        f"updated_at, ttl_ms) VALUES ('t1', 'test', 'extension', 'bank_pay', 'k', '{other}', '{approval_id}', "
+        "'working', 1, 1, 1000)",
+    )
+    assert findings(verify(copy)) == {("proxy_tasks", "t1", "approval_id")}
+
+
+def test_reservations_of_a_chain_from_before_they_were_events_are_counted_not_checked() -> None:
+    rows = replay_rows.RowReplay()  # fed a chain with no budget event, as an older writer left it
+    hold = replay_rows.HoldRow("test", "daily", "", "run-1", "10", 1, "released", 2)
+    assert rows.check_hold(hold) == [] and rows.unverified_holds == 1
+    assert list(rows.missing()) == []
