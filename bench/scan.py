@@ -24,7 +24,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from agentrt_proxy.scan import RULES, Listing, scan  # noqa: E402
-from tests.scan.corpus_eval import findings_of, fixtures, verdict  # noqa: E402
+from tests.scan.corpus_eval import ClassFixture, class_fixtures, findings_of, fixtures, verdict  # noqa: E402
 
 
 def _ratio(numerator: int, denominator: int) -> str:
@@ -57,6 +57,43 @@ def per_rule() -> None:
           f"false-positive rate {_ratio(hard_fp, len(benign)).strip()} hard, {_ratio(any_fp, len(benign)).strip()} any finding")  # fmt: skip
 
 
+def per_class() -> None:
+    """Issue 24's class corpus, train and held-out apart: recall per attack class, and false
+    positives (hard findings) per rule and per kind of negative."""
+    cases = class_fixtures()
+    found = {c.id: c.findings() for c in cases}
+    for split in ("train", "heldout"):
+        mine = [c for c in cases if c.split == split]
+        attacks = [c for c in mine if c.poisoned]
+        negatives = [c for c in mine if not c.poisoned]
+        print(f"\nclass corpus, {split}: {len(attacks)} attacks, {len(negatives)} negatives")
+        print(f"  {'attack class':<16} {'caught':>8} {'recall':>8}")
+        by_class: dict[str, list[ClassFixture]] = {}
+        for c in attacks:
+            by_class.setdefault(c.cls, []).append(c)
+        for cls, group in by_class.items():
+            caught = sum(1 for c in group if c.caught(found[c.id]))
+            print(f"  {cls:<16} {caught:>4}/{len(group):<3} {_ratio(caught, len(group)):>8}")
+        hard_classes = [c for c in attacks if not c.soft_class]
+        caught_hard = sum(1 for c in hard_classes if c.caught(found[c.id]))
+        print(f"  {'hard classes':<16} {caught_hard:>4}/{len(hard_classes):<3} {_ratio(caught_hard, len(hard_classes)):>8}")
+        print(f"  {'negative kind':<16} {'hard fp':>8} {'any':>6}")
+        by_kind: dict[str, list[ClassFixture]] = {}
+        for c in negatives:
+            by_kind.setdefault(c.cls, []).append(c)
+        for kind, group in by_kind.items():
+            hard = sum(1 for c in group if c.caught(found[c.id]))
+            anything = sum(1 for c in group if found[c.id])
+            print(f"  {kind:<16} {hard:>4}/{len(group):<3} {anything:>6}")
+        rules = sorted({f.rule for c in negatives for f in found[c.id]})
+        shown = ", ".join(
+            f"{rule} {sum(1 for c in negatives if any(f.rule == rule and f.hard for f in found[c.id]))}"
+            f"/{sum(1 for c in negatives if any(f.rule == rule for f in found[c.id]))}"
+            for rule in rules
+        )
+        print(f"  false positives per rule (hard/any): {shown or 'none'}")
+
+
 def timing() -> None:
     benign = [c for c in fixtures() if not c.poisoned]
     definitions = [d for c in benign for listing in c.listings for d in listing.definitions]
@@ -82,4 +119,5 @@ def timing() -> None:
 
 if __name__ == "__main__":
     per_rule()
+    per_class()
     timing()
