@@ -16,6 +16,7 @@ from agentrt_proxy.scan.model import HARD, SOFT, Definition, Finding, Listing
 from agentrt_proxy.scan.normal import escape_span, name_words, normalise
 from agentrt_proxy.scan.phrases import DESTINATION
 from agentrt_proxy.scan.shadowing import cross_server
+from agentrt_proxy.scan.soft_classes import out_of_scope
 from agentrt_proxy.scan.textrules import match_text
 
 __all__ = ["ScanResult", "scan", "scan_definition"]
@@ -58,11 +59,17 @@ def scan_definition(server: str, definition: Definition) -> Iterator[Finding]:
             shown = raw[max(0, start - CONTEXT_CHARS) : end + CONTEXT_CHARS]
             yield Finding(server, tool, hidden.RULE, severity, text.path, escape_span(shown))
         for decoded in _smuggled(raw):
-            for match in match_text(normalise(decoded), hidden=True):
-                yield Finding(server, tool, match.rule, HARD, text.path, escape_span(match.text), "hidden text")
+            for match in match_text(normalise(decoded), hidden=True, own=definition.name):
+                yield Finding(
+                    server, tool, match.rule, HARD, text.path, escape_span(match.text), "hidden text",
+                    match.ask, escape_span(match.target),
+                )  # fmt: skip
         prose = name_words(raw) if text.kind == "name" else normalise(raw)
-        for match in match_text(prose, kind=text.kind, directives=directives):
-            yield Finding(server, tool, match.rule, match.severity, text.path, escape_span(match.text))
+        for match in match_text(prose, kind=text.kind, directives=directives, own=definition.name):
+            yield Finding(
+                server, tool, match.rule, match.severity, text.path, escape_span(match.text), "",
+                match.ask, escape_span(match.target),
+            )  # fmt: skip
         flat = normalise(raw)
         for start, end, decoded in payloads.decoded_runs(flat):
             inner = normalise(decoded)
@@ -77,6 +84,11 @@ def scan_definition(server: str, definition: Definition) -> Iterator[Finding]:
                 )
         for start, end in secrets.secret_spans(flat):
             yield Finding(server, tool, secrets.RULE, SOFT, text.path, escape_span(flat[start:end]))
+    for text, match in out_of_scope(definition):
+        yield Finding(
+            server, tool, match.rule, match.severity, text.path, escape_span(match.text), "",
+            match.ask, escape_span(match.target),
+        )  # fmt: skip
 
 
 def _dedupe(findings: Sequence[Finding]) -> tuple[Finding, ...]:
@@ -90,9 +102,9 @@ def _dedupe(findings: Sequence[Finding]) -> tuple[Finding, ...]:
 
 
 def _names_sibling(finding: Finding, siblings: set[str]) -> bool:
-    """A soft call-ordering finding that names a tool of the same server: a server's own
-    tools pointing at each other ("use read_text_file instead") is documentation."""
-    if finding.rule != "crosstool.directive" or finding.severity != SOFT:
+    """A soft call-ordering or deprecation finding that names a tool of the same server: a
+    server's own tools pointing at each other ("use read_text_file instead") is documentation."""
+    if finding.rule not in ("crosstool.directive", "redirect.tool") or finding.severity != SOFT:
         return False
     words = set(re.findall(r"[\w.\-]+", finding.span))
     return bool(words & siblings)

@@ -62,7 +62,7 @@ CONTEXT = _p(
     r"|\b(?:it is|it's) (?:very |extremely |absolutely )?(?:important|critical|crucial|essential|mandatory|required|vital) (?:that|to)\b"
     r"|\botherwise,? (?:the |this )?(?:tool|it|application|app|system|request|call)s? (?:will|would|won't|cannot|can't|may)\b"
     r"|\bfor (?:the |this )?(?:tool|proxy|integration|server|system|it) to (?:work|function|operate)\b"
-    r"|\b(?:always|first|also|additionally|then|please|now)\s*,?\s+(?:read|send|include|call|pass|run|execute|install|add|copy|forward|upload|attach|cat|open|fetch|post|set|change|replace|use|invoke|append|write|provide|share)\b"
+    r"|(?<!before )(?<!on )(?<!upon )(?<!at )(?<!after )\b(?:always|first|also|additionally|then|please|now)\s*,?\s+(?:read|send|include|call|pass|run|execute|install|add|copy|forward|upload|attach|cat|open|fetch|post|set|change|replace|use|invoke|append|write|provide|share)\b"
     r"|\b(?:IMPORTANT|CRITICAL|URGENT|MANDATORY|REQUIRED)\b\s*[:!]"
     r"|\bis (?:required|mandatory|necessary) (?:before|for|prior)\b|\bprior to (?:using|calling|any)\b"
 )
@@ -127,7 +127,7 @@ PHRASES: tuple[Phrase, ...] = (
         _p(
             r"\b(?:ignore|disregard|forget|override|bypass|overrule|discard|abandon)\b[^.\n]{0,40}?\b(?:all |any |the |your |every )?"
             r"(?:previous|prior|preceding|above|earlier|existing|original|initial|other|system|safety|security|developer|user'?s?)\b"
-            r"[^.\n]{0,25}?\b(?:instructions?|prompts?|rules|directives?|guidelines|guardrails|constraints|policies|policy|messages|context|orders|restrictions)\b"
+            r"[^.\n]{0,25}?\b(?:instructions?|prompts?|rules|directives?|guidelines|guardrails|constraints|policies|policy|messages|context|orders|restrictions|checks|filters|protections|confirmations)\b"
         ),
     ),
     Phrase(
@@ -150,8 +150,9 @@ PHRASES: tuple[Phrase, ...] = (
         "injection.override",
         HARD,
         _p(
-            r"\byou are now\b|\bfrom now on,? (?:you|the assistant|ignore|always)\b|\byour new (?:role|task|goal|instructions?|purpose)\b"
-            r"|\b(?:act|behave|respond) as (?:an? |the )?(?:admin|root|system|developer mode|unrestricted|jailbroken|dan)\b|\bdeveloper mode\b|\bjailbreak"
+            r"\byou are now\b(?! (?:able|ready|connected|logged|signed|authenticated|authori[sz]ed|free|allowed|set up|subscribed|done|viewing|looking|using|on|at)\b)"
+            r"|\bfrom now on,? (?:you|the assistant|ignore|always)\b|\byour new (?:role|task|goal|instructions?|purpose)\b"
+            r"|\b(?:act|behave|respond) as (?:an? |the )?(?:admin|root|system|developer mode|unrestricted|jailbroken|dan)\b|\bdeveloper mode\b"
         ),
     ),
     Phrase(
@@ -174,7 +175,8 @@ PHRASES: tuple[Phrase, ...] = (
         HARD,
         _p(
             r"\b(?:CRITICAL|URGENT|IMPORTANT|MANDATORY|PRIORITY)\s+(?:SYSTEM|SECURITY|ADMIN)\s+(?:NOTICE|MESSAGE|INSTRUCTIONS?|REQUIREMENTS?|OVERRIDE|UPDATE|ALERT|DIRECTIVES?|PROMPT)\b"
-            r"|\bSYSTEM\s+(?:OVERRIDE|INSTRUCTIONS?|NOTICE|DIRECTIVES?|MESSAGE|PROMPT)\b|\bSYSTEM:",
+            r"|\bSYSTEM\s+(?:OVERRIDE|INSTRUCTIONS?|NOTICE|DIRECTIVES?|MESSAGE|PROMPT|CONFIGURATION|CONFIG|UPDATE|SETTINGS?|POLICY|ALERT|REQUIREMENTS?|MODE)\b|\bSYSTEM:"
+            r"|(?i:\bsystem (?:configuration|config|override|directive|notice|instruction)s?(?: update| change)?\s*:)",
             case=True,
         ),
     ),
