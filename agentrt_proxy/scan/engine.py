@@ -45,6 +45,8 @@ def _label(definition: Definition) -> str:
 
 
 def _smuggled(raw: str) -> Iterator[str]:
+    if raw.isascii():
+        return  # tag characters and variation selectors are beyond ASCII
     for decoded in (payloads.tag_text(raw), payloads.selector_text(raw)):
         if decoded.strip():
             yield decoded
@@ -64,13 +66,13 @@ def scan_definition(server: str, definition: Definition) -> Iterator[Finding]:
                     server, tool, match.rule, HARD, text.path, escape_span(match.text), "hidden text",
                     match.ask, escape_span(match.target),
                 )  # fmt: skip
-        prose = name_words(raw) if text.kind == "name" else normalise(raw)
+        flat = normalise(raw)
+        prose = name_words(raw) if text.kind == "name" else flat
         for match in match_text(prose, kind=text.kind, directives=directives, own=definition.name):
             yield Finding(
                 server, tool, match.rule, match.severity, text.path, escape_span(match.text), "",
                 match.ask, escape_span(match.target),
             )  # fmt: skip
-        flat = normalise(raw)
         for start, end, decoded in payloads.decoded_runs(flat):
             inner = normalise(decoded)
             hits = bool(list(match_text(inner, hidden=True))) or bool(list(secrets.secret_spans(inner)))

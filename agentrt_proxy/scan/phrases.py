@@ -112,7 +112,7 @@ CREDENTIAL_WORD = _p(
 # Text inside these is hidden from a person reading a rendered description, or dressed up as
 # the system speaking: what is inside counts as hidden (its soft findings become hard).
 HIDDEN_REGION = _p(
-    r"<\s*(important|secret|system|hidden|instructions?|admin|override|critical|priority|internal|mandatory|urgent|sys|ai|assistant|note)\b[^>]{0,40}>"
+    r"<\s*((?:important|secret|system|hidden|instructions?|admin|override|critical|priority|internal|mandatory|urgent|sys|ai|assistant|note)(?:[_\-][\w\-]*)?)\b[^>]{0,40}>"
     r"([\s\S]*?)(?:<\s*/\s*\1\s*>|$)"
     r"|<!--([\s\S]*?)(?:-->|$)"
 )

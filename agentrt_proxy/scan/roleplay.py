@@ -28,9 +28,9 @@ def _p(text: str) -> re.Pattern[str]:
 
 
 _ROLE = _p(
-    r"(?:^|[.!:;>\]\n]\s*|\b(?:you (?:will|must|should|shall|are to|now|can)|please|now|always)\s+)(?:act|behave|respond|answer|roleplay|role-play|pose|operate) as\b"
+    r"(?:^|[.!:;,>\]\n]\s*|\b(?:you (?:will|must|should|shall|are to|now|can)|please|now|always)\s+)(?:act|behave|respond|answer|roleplay|role-play|pose|operate) as\b"
     r"|\bpretend (?:that )?(?:you(?:'re| are)|to be)\b|\bassume the (?:role|persona|identity) of\b|\btake on the (?:role|persona)\b"
-    r"|\bfrom (?:now|this (?:point|moment)) on,? you\b|\byour (?:new )?role (?:is|has changed|now)\b|\byou are no longer (?:an?|bound|restricted|limited|required)\b"
+    r"|\bfrom (?:now|here|this (?:point|moment)) on,? you\b|\byour (?:new )?role (?:is|has changed|now)\b|\byou are no longer (?:an?|bound|restricted|limited|required)\b"
     r"|\byou are (?:now )?(?:DAN|an? (?:unrestricted|unfiltered|jailbroken|uncensored))\b"
     r"|\b(?:admin|administrator|developer|debug|god|maintenance|unrestricted|root|sudo|jailbreak|unsafe)\s+mode\b[^.\n]{0,20}\b(?:enabled|activated|on|active|engaged|unlocked)\b"
     r"|\b(?:enable|activate|enter|switch to)\s+(?:admin|developer|debug|god|maintenance|unrestricted|root|jailbreak)\s+mode\b|\bin (?:maintenance|admin|developer|god|unrestricted|debug|jailbreak) mode\b"
@@ -49,7 +49,7 @@ _KEY = re.compile(
 _KEY_IS_DIRECTIVE = _p(r"injection|override|directive|jailbreak")
 _KEY_INSTRUCTS = _p(r"instruction|prompt|command|note|message|rules?|order|task")
 _VALUE_DIRECTS = _p(
-    r"\b(?:always|never|must|ignore|disregard|execute|approve|grant|bypass|disable|unrestricted|without (?:asking|review|confirmation)|treat|trusted|you are|obey|comply|reveal|send|call|forget)\b"
+    r"\b(?:the assistant|the model|always|never|must|ignore|disregard|execute|approve|grant|bypass|disable|unrestricted|without (?:asking|review|confirmation)|treat|trusted|you are|obey|comply|reveal|send|call|forget)\b"
 )
 _SYSTEM_MESSAGE = _p(r"[\"']role[\"']\s*:\s*[\"']system[\"']\s*,\s*[\"']content[\"']\s*:\s*[\"']([^\"]{0,300})")
 
@@ -58,6 +58,10 @@ def _turns(text: str, samples: list[tuple[int, int]]) -> Iterator[Match]:
     turns = [m for m in _TURN.finditer(text) if not addressing.in_sample(samples, m.start(1))]
     spoken = [m for m in turns if not _PLACEHOLDER.match(m.group(2) or "")]
     roles = {m.group(1).lower() for m in spoken}
+    for turn in spoken:
+        if turn.group(1).lower() == "system" and _VALUE_DIRECTS.search(turn.group(2)):
+            yield Match("injection.roleplay", HARD, turn.start(1), turn.end(), turn.group(0).strip(), ask="fake_turn")
+            return  # a line that speaks as the system and directs the model
     if len(roles) >= 2 and roles & _MODEL_ROLES:
         first = spoken[0]
         yield Match("injection.roleplay", HARD, first.start(1), first.end(), first.group(0).strip(), ask="fake_turn")

@@ -53,7 +53,9 @@ _HELD = _p(
     r"|\b(?:all|the)?\s*(?:previous|prior|earlier|recent|past)\s+(?:user\s+)?(?:messages|turns|prompts|conversation)\b|\bmessages (?:of|in) the (?:chat|conversation)\b[^.\n]{0,20}\bverbatim\b"
     r"|\bbetween you and the user\b|\byour (?:system prompt|instructions|context(?: window)?|replies|prompt|guidelines|rules|memory)\b|\binstructions you (?:were|have been) given\b|\bsystem prompt\b[^.\n]{0,20}\b(?:here|verbatim|you)\b"
     r"|\b(?:name|version|provider|identity) (?:and \w+ )?of (?:the |your )?(?:ai|llm|language model|model|assistant)\b[^.\n]{0,20}\b(?:calling|using|invoking|you|running)\b"
-    r"|\b(?:ai|llm|language) model (?:calling|using|invoking) this tool\b|\bwhich (?:assistant|model|llm|ai)(?: or \w+)? you are\b|\bmodel (?:name )?you are (?:running|using|built)\b|\byou are running on\b"
+    r"|\b(?:ai|llm|language) model (?:calling|using|invoking) this tool\b|\b(?:calling|invoking|using) this tool\b[^.\n]{0,10}$|\bmodel (?:name|identifier|id|version|family)\b[^.\n]{0,30}\b(?:assistant|agent|caller|ai|you)\b"
+    r"|\b(?:agent|assistant|caller)'?s? (?:model|identity|llm)\b|\byour (?:\w+ )?(?:instructions|prompt|rules|guidelines|configuration|persona)\b|\bword for word\b|\bverbatim\b"
+    r"|\btools? available to you\b|\btools you (?:can|may) (?:use|call)\b|\bwhich (?:assistant|model|llm|ai)(?: or \w+)? you are\b|\bmodel (?:name )?you are (?:running|using|built)\b|\byou are running on\b"
     r"|\b(?:every|all|each) tools? you (?:have|can) (?:access|use|call)\b|\btools? you have access to\b|\bcontext window\b|\bthe user has not seen\b"
 )
 _HELD_NAME = _p(

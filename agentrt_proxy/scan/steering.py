@@ -38,33 +38,35 @@ TOOLREF = re.compile(_TOOLREF)
 _SELF = _p(r"^(?:this|that|the|these|it|same|current)\b")
 
 _DEPRECATED = _p(
-    r"\b(?:deprecated|obsolete|legacy|retired|discontinued|superseded|replaced by|no longer (?:maintained|supported|available|works?|working|returns?|in use|functional)"
-    r"|has (?:been )?moved|moved (?:permanently|to)|migrated|(?:being )?phased out|disabled|unavailable|broken|outdated|end[- ]of[- ]life|sunset(?:ted)?|out of service|decommissioned)\b"
+    r"\b(?:deprecated|obsolete|legacy|retired|discontinued|superseded|replaced by|(?:has been|have been|was|were|is being|been) replaced|no longer (?:maintained|supported|available|works?|working|returns?|in use|functional)"
+    r"|has (?:been )?moved|moved (?:permanently|to)|migrated|(?:being )?phased out|disabled|unavailable|broken|outdated|end[- ]of[- ]life|sunset(?:ted)?|out of service|decommissioned|no longer works? reliably)\b"
 )
 _DISOWN = _p(
     r"\b(?:do not|don't|never|stop) (?:use|call|invoke|using|calling) (?:it|this (?:tool|function|endpoint|one)|these)\b|\bnever to this tool\b|\binstead of this tool\b"
 )
 _REDIRECT_STRONG = _p(
     r"\b(?:redirect(?:ed)?|re-?route(?:d)?|route(?:d)?|forward(?:ed)?|pass(?:ed)?|send|sent|hand(?:ed)?)\b[^.\n]{0,50}?\b(?:to|through|via|there)\b"
+    r"|\b(?:go|goes|going|went) (?:over )?(?:to|through)\b|\bswitch\b[^.\n]{0,40}\b(?:over )?to\b"
 )
 _REDIRECT_USE = _p(r"\b(?:use|call|invoke|switch to|go through|try|prefer|migrate to|move to|instead)\b")
 _UNIVERSAL = _p(
-    r"\b(?:all|every|any|each|whenever|always|never|in every case|from now on|until further notice|must|exclusively)\b"
+    r"\b(?:all|every|any|each|whenever|always|never|in every case|from now on|from here on|going forward|until further notice|must|should|only|exclusively|please|stop|agents?|assistants?|the model|you)\b"
 )
 
 _CALL_REF = _p(
     r"\b(?:call|calls|calling|invoke|invoking|run|running|execute|executing|use|using|trigger|triggering)\s+(?:the\s+|a\s+)?(" + _TOOLREF + r")"
-    r"|\b(?:depends on|requires? (?:the )?(?:prior |a prior )?(?:execution of|calling|running|a call to)|(?:result|output|response) of (?:calling|running|invoking))\s+(?:the\s+)?("
+    r"|\b(?:depends on|requires? (?:the )?(?:prior |a prior )?(?:execution of|calling|running|a call to)|a call to|(?:result|output|response) of (?:calling|running|invoking)|(?:get|obtain|fetch|take|request)\b[^.\n]{0,30}\bfrom)\s+(?:the\s+)?("
     + _TOOLREF
     + r")"
 )
 _FLOW_OUT = _p(
     r"\b(?:its|their|the tool'?s)\s+(?:entire |full |whole |complete |raw )?(?:output|result|results|response|return value|answer|token)s?\b"
     r"|\bwhatever it returns\b|\bwhat it returns\b|\b(?:the )?(?:result|output|response) of (?:calling|running|invoking|that call|it)\b"
-    r"|\b(?:copy|put|paste|place|insert|hand|pass|forward)\b[^.\n]{0,40}\b(?:into|to|as) (?:the )?`[\w.\-]+`|\bpass (?:it|them) (?:along|through|unchanged)"
+    r"|\b(?:copy|put|paste|place|insert|hand|pass|forward|supply|provide|include)\b[^.\n]{0,40}\b(?:into|to|as|in) (?:the )?`[\w.\-]+`|\b(?:pass|supply|provide|forward|hand|include) (?:it|them) (?:along|through|unchanged|as is|verbatim)"
+    r"|\bthe returned (?:text|value|token|data|output|result)\b|\bwith (?:it|them|the result|its result|that result)\b"
 )
 _OBLIGE = _p(
-    r"\b(?:mandatory|compulsory|compliance|comply|required by|requirement|policy|policies|violat\w*|soc ?2|gdpr|hipaa|audit\w*|obligatory|prerequisite)\b"
+    r"\b(?:mandatory|compulsory|compliance|comply|required by|requirement|policy|policies|governance|violat\w*|soc ?2|gdpr|hipaa|audit\w*|obligatory|prerequisite|billing|licen[cs]e|telemetry|usage tracking)\b"
     r"|\bmust not be skipped\b|\b(?:never|do not|don't) skip\b|\bis required\b|\brequired (?:that|to)\b|\brejects? (?:calls|requests) without\b"
 )
 _PAYLOAD = _p(
@@ -76,7 +78,7 @@ _ADDRESSED = _p(
     r"\b(?:also|additionally|as well|too|always|every|each|whenever|remember|make sure|be sure|please|first|then|before|after|required|requires|need to|needs to|has to|have to|must|should|shall|for auditing|to (?:verify|validate|confirm|authori[sz]e|register|sync|back ?up))\b"
 )
 _ORDER = _p(
-    r"\b(?:before|after|first|prior|beforehand|afterwards|then|once|each time|every time|each|every|whenever)\b"
+    r"\b(?:before|after|following|first|prior|beforehand|afterwards|then|once|each time|every time|each|every|whenever|step \d)\b"
 )
 
 # Network requests the model is told to make: an imperative or modal verb, then an address.
@@ -95,11 +97,12 @@ _PLACEHOLDER_URL = re.compile(r"https?://[^\s)'\"`]*(?:\{[^}\s]*\}|<[^>\s]*>|=\$
 # Shadowing: a sentence about other tools' behaviour.
 _OTHER_TOOLS = _p(
     r"\b(?:any|every|all|each|other|another|whichever|whatever)\s+(?:other\s+)?(?:[\w\-]+\s+){0,2}?(?:tools?|functions?|servers?)\b"
+    r"|\b(?:when|whenever|if|should|before|after)\b[^.\n]{0,30}\ba (?:[\w\-]+ ){1,2}tool\b"
     r"|\bthe\s+(?!other\b)(?:[\w\-]+\s+){1,3}tools\b|\b(?:[\w\-]+ ){1,2}tools\s*:"
     r"|(?-i:`[^`\n]{2,60}`|\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b|\b[a-z]+[A-Z][A-Za-z0-9]+\b) (?:tool|function)\b"
 )
 _STEER = _p(
-    r"\b(?:always|must|should|shall|need to|needs to|has to|have to|also|set|change|replace|add|include|append|prefix|use|bcc|cc|send|post|choose|create|pass|redirect|route|write|read|push)\b"
+    r"\b(?:always|must|should|shall|need to|needs to|has to|have to|also|set|change|replace|add|include|append|prefix|use|bcc|cc|send|post|choose|create|pass|redirect|route|write|read|push|put|move|copy|say|tell|report|claim|attach|forward|upload)\b"
 )
 _CHOOSING = _p(
     r"\b(?:prefer|preferred|choose|pick|select|favou?r|prioriti[sz]e|instead of|over|above|ahead of|rather than|better than|superior to|unlike|than)\b[^.\n]{0,30}$"

@@ -86,7 +86,7 @@ def _regions(text: str) -> tuple[list[tuple[int, int]], list[Match]]:
         ):
             continue
         regions.append((match.start(), match.end()))
-        tag = (match.group(1) or "").lower()
+        tag = re.split(r"[_\-]", (match.group(1) or "").lower())[0]
         if tag in HIDDEN_TAGS:
             found.append(Match("injection.hidden_tag", HARD, match.start(), match.end(), opening, ask="hidden_tag"))
         elif match.group(3) is not None and len((match.group(3) or "").split()) >= 3:
