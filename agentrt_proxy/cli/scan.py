@@ -20,7 +20,7 @@ from agentrt_proxy.config import Config, load_config
 from agentrt_proxy.scan import Listing, ScanResult, scan, tool_definition
 from agentrt_proxy.text import escaping
 from agentrt_proxy.upstream import Connector, default_connector
-from agentrt_proxy.upstream.scan_gate import finding_line, scan_server
+from agentrt_proxy.upstream.scan_gate import explanation, finding_line, scan_server
 
 PROGRAM = "agentrt-proxy"
 
@@ -52,7 +52,12 @@ async def _scan_config(config: Config, connector: Connector) -> ScanResult:
 
 def _write(result: ScanResult, as_json: bool, many: bool, out: TextIO) -> None:
     if as_json:
-        out.write(json.dumps(result.as_json(), ensure_ascii=False) + "\n")
+        tree = result.as_json()
+        tree["findings"] = [
+            {**shown, "explanation": explanation(finding)}
+            for shown, finding in zip(tree["findings"], result.findings, strict=True)  # type: ignore[call-overload]
+        ]
+        out.write(json.dumps(tree, ensure_ascii=False) + "\n")
         return
     for finding in result.findings:
         out.write(finding_line(finding, prefix=f"{escaping.sanitize(finding.server)}: " if many else "") + "\n")

@@ -59,7 +59,7 @@ def scan_definition(server: str, definition: Definition) -> Iterator[Finding]:
         raw = text.text
         for severity, start, end in hidden.hidden_spans(raw):
             shown = raw[max(0, start - CONTEXT_CHARS) : end + CONTEXT_CHARS]
-            yield Finding(server, tool, hidden.RULE, severity, text.path, escape_span(shown))
+            yield Finding(server, tool, hidden.RULE, severity, text.path, escape_span(shown), "", "hidden")
         for decoded in _smuggled(raw):
             for match in match_text(normalise(decoded), hidden=True, own=definition.name):
                 yield Finding(
@@ -78,14 +78,16 @@ def scan_definition(server: str, definition: Definition) -> Iterator[Finding]:
             hits = bool(list(match_text(inner, hidden=True))) or bool(list(secrets.secret_spans(inner)))
             if hits or payloads.SHELLISH.search(inner) or DESTINATION.search(inner):
                 yield Finding(
-                    server, tool, payloads.RULE, HARD, text.path, escape_span(flat[start:end]), escape_span(inner)
-                )
+                    server, tool, payloads.RULE, HARD, text.path, escape_span(flat[start:end]), escape_span(inner),
+                    "encoded",
+                )  # fmt: skip
             elif len(inner) >= 16 and inner.count(" ") >= 2:
                 yield Finding(
-                    server, tool, payloads.RULE, SOFT, text.path, escape_span(flat[start:end]), escape_span(inner)
-                )
+                    server, tool, payloads.RULE, SOFT, text.path, escape_span(flat[start:end]), escape_span(inner),
+                    "encoded",
+                )  # fmt: skip
         for start, end in secrets.secret_spans(flat):
-            yield Finding(server, tool, secrets.RULE, SOFT, text.path, escape_span(flat[start:end]))
+            yield Finding(server, tool, secrets.RULE, SOFT, text.path, escape_span(flat[start:end]), "", "secret")
     for text, match in out_of_scope(definition):
         yield Finding(
             server, tool, match.rule, match.severity, text.path, escape_span(match.text), "",

@@ -19,8 +19,9 @@ from agentrt_proxy.scan import phrases as P
 from agentrt_proxy.scan.model import HARD, SOFT, Match
 from agentrt_proxy.scan.normal import sentences
 from agentrt_proxy.scan.roleplay import roleplay_matches
+from agentrt_proxy.scan.rules import ASKS
 from agentrt_proxy.scan.soft_classes import preference_matches
-from agentrt_proxy.scan.steering import steering_matches
+from agentrt_proxy.scan.steering import TOOLREF, steering_matches
 
 __all__ = ["HIDDEN_TAGS", "match_text"]
 
@@ -49,19 +50,6 @@ _LIFTS_BY_FIELD = ("exfil.credential", "exfil.send", "exec.shell", "exec.install
 
 # A tag name followed by these words is being named ("hidden <IMPORTANT> tags"), not used.
 _NAMED_TAG = re.compile(r"\s*(?:tags?|wrappers?|blocks?|markers?|elements?)\b", re.I)
-# What each phrase rule asks of the model, for the operator's sentence (rules.ASKS).
-_ASK = {
-    "injection.override": "override",
-    "injection.concealment": "conceal",
-    "injection.hidden_tag": "hidden_tag",
-    "directive.imperative": "directive",
-    "directive.urgency": "urgency",
-    "exfil.credential": "read_credential",
-    "exfil.send": "send_to",
-    "exec.shell": "run_shell",
-    "exec.install": "install",
-    "crosstool.directive": "steer_any",
-}
 # Commands a description names as refused or as examples ("commands such as `rm -rf /` are refused").
 _REFUSED = re.compile(r"\b(?:such as|like|e\.g\.|refused|blocked|denied|rejected|forbidden|not allowed|prevented|disallowed)\b", re.I)
 
@@ -120,21 +108,46 @@ def _cited(match: Match, text: str, quoted: list[tuple[int, int]], spans: list[t
     return False
 
 
+_ROLE_MARKER = re.compile(r"\s*(?:<\||\[/?INST\]|<</?SYS>>|#|Human:|Assistant:|System:)")
+
+
+def _token_at(text: str, start: int, end: int) -> str:
+    """The whole path a match stands in (``~/.cursor/mcp.json`` around ``.cursor/``)."""
+    while start > 0 and not text[start - 1].isspace() and text[start - 1] not in "`'\"(":
+        start -= 1
+    while end < len(text) and not text[end].isspace() and text[end] not in "`'\"),;":
+        end += 1
+    return text[start:end].rstrip(".?!:")
+
+
+def _target(rule: str, shown: str) -> str:
+    """What a phrase match names: the credential file, the address data goes to, the tool steered."""
+    if rule == "exfil.credential":
+        return shown.strip(" `'\"(=:")
+    if rule in ("exfil.send", "crosstool.directive"):
+        found = (P.DESTINATION if rule == "exfil.send" else TOOLREF).search(shown)
+        return found.group(0).strip("`'\"") if found else ""
+    return ""
+
+
 def _phrase_matches(text: str, directives: bool) -> Iterator[Match]:
     for phrase in P.PHRASES:
         if not directives and phrase.addresses_model:
             continue
         for found in phrase.pattern.finditer(text):
             if found.end() > found.start():
+                shown = found.group(0)
+                named = _token_at(text, found.start(), found.end()) if phrase.rule == "exfil.credential" else shown
                 yield Match(
                     phrase.rule,
                     phrase.severity,
                     found.start(),
                     found.end(),
-                    found.group(0),
+                    shown,
                     lift=phrase.lift,
                     quiet=phrase.quiet,
-                    ask=_ASK.get(phrase.rule, ""),
+                    ask="fake_turn" if _ROLE_MARKER.match(shown) else ASKS.get(phrase.rule, ""),
+                    target=_target(phrase.rule, named),
                 )
 
 

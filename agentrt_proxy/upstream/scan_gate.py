@@ -24,6 +24,7 @@ from agentrt_proxy.canonical import schema_form
 from agentrt_proxy.config import Config, ServerConfig
 from agentrt_proxy.errors import UsageError
 from agentrt_proxy.scan import (
+    ASKS,
     Finding,
     Listing,
     instructions_definition,
@@ -31,12 +32,13 @@ from agentrt_proxy.scan import (
     scan,
     tool_definition,
 )
-from agentrt_proxy.text import escaping
+from agentrt_proxy.text import escaping, operator_text
 from agentrt_proxy.upstream.manifest import ManifestError, read_manifest
 from agentrt_proxy.upstream.pins import LiveTool, Manifest, PinnedTool, ScanRecord
 
 __all__ = [
     "GateOutcome",
+    "explanation",
     "finding_line",
     "gate_pin",
     "live_listing",
@@ -116,10 +118,20 @@ def live_listing(server: str, tools: Iterable[Any], instructions: str | None, pr
     return Listing(server, tuple(definitions))
 
 
+def explanation(finding: Finding) -> str:
+    """What the finding's text asks the model to do, in one line (issue 24)."""
+    ask = finding.ask or ASKS.get(finding.rule, "")
+    return operator_text.scan_explanation(finding.rule, finding.severity, ask, finding.target)
+
+
 def finding_line(finding: Finding, *, prefix: str = "") -> str:
-    """One finding for a terminal: every part escaped."""
+    """One finding for a terminal: the rule, the field, what the text asks the model, the span;
+    every part escaped."""
     s = escaping.sanitize
-    return f"{prefix}{s(finding.tool)}: {finding.severity} {finding.rule} in {s(finding.field)}: {s(finding.span)}"
+    return (
+        f"{prefix}{s(finding.tool)}: {finding.severity} {finding.rule} in {s(finding.field)}: "
+        f"{explanation(finding)}: {s(finding.span)}"
+    )
 
 
 def _record(finding: Finding) -> dict[str, str]:
