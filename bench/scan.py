@@ -7,9 +7,12 @@ Per rule: a true positive is a poisoned fixture that expects the rule and gets i
 negative one that expects it and does not, a false positive a benign fixture that gets it (at
 any severity). Overall: a poisoned fixture is caught when it gets its expected verdict's
 severity (hard, or soft for the soft-only fixtures); a benign one is a false positive when it
-gets a hard finding (and, counted apart, any finding). The timing scans 100 tools (the
-corpus's real and SDK-style definitions, repeated) in one listing, best of 20 runs, and the
-first scan in a fresh process (the patterns compiled) apart.
+gets a hard finding (and, counted apart, any finding). The class corpus (issue 24) is then
+judged per split (train: tuned on; heldout: written with it, not tuned on; blind: written after
+the rules): recall per attack class, and hard false positives per kind of negative and per rule.
+The timing scans 100 tools (the corpus's real and SDK-style definitions, repeated) in one
+listing, best of 20 runs, the first scan in a fresh process (the patterns compiled) apart, and
+100 of the class corpus's negatives, whose texts are longer.
 """
 
 from __future__ import annotations
@@ -76,7 +79,9 @@ def per_class() -> None:
             print(f"  {cls:<16} {caught:>4}/{len(group):<3} {_ratio(caught, len(group)):>8}")
         hard_classes = [c for c in attacks if not c.soft_class]
         caught_hard = sum(1 for c in hard_classes if c.caught(found[c.id]))
-        print(f"  {'hard classes':<16} {caught_hard:>4}/{len(hard_classes):<3} {_ratio(caught_hard, len(hard_classes)):>8}")
+        print(
+            f"  {'hard classes':<16} {caught_hard:>4}/{len(hard_classes):<3} {_ratio(caught_hard, len(hard_classes)):>8}"
+        )
         print(f"  {'negative kind':<16} {'hard fp':>8} {'any':>6}")
         by_kind: dict[str, list[ClassFixture]] = {}
         for c in negatives:
@@ -104,6 +109,13 @@ def timing() -> None:
         result = scan([hundred])
         runs.append(time.perf_counter() - start)
     assert result.tools_scanned == 100
+    negatives = [c.listing.definitions[0] for c in class_fixtures() if not c.poisoned]
+    long_hundred = Listing("bench", tuple((negatives * 2)[:100]))
+    long_runs = []
+    for _ in range(20):
+        start = time.perf_counter()
+        scan([long_hundred])
+        long_runs.append(time.perf_counter() - start)
     first = subprocess.run(
         [sys.executable, "-c", (
             "import sys, time; sys.path.insert(0, %r); t = time.perf_counter(); "
@@ -115,6 +127,8 @@ def timing() -> None:
     )  # fmt: skip
     print(f"\nscan of 100 tools: best {min(runs) * 1000:.1f} ms, median {statistics.median(runs) * 1000:.1f} ms "
           f"(20 runs); first scan in a fresh process, import and pattern compilation included: {first.stdout.strip()} ms")  # fmt: skip
+    print(f"scan of 100 of the class corpus's negatives (longer texts): best {min(long_runs) * 1000:.1f} ms, "
+          f"median {statistics.median(long_runs) * 1000:.1f} ms (20 runs)")  # fmt: skip
 
 
 if __name__ == "__main__":

@@ -1,5 +1,4 @@
-"""``agentrt-proxy pin`` and ``agentrt-proxy check``: record what each server presents, and report what is offered.
-"""
+"""``agentrt-proxy pin`` and ``agentrt-proxy check``: record what each server presents, and report what is offered."""
 
 from __future__ import annotations
 
@@ -165,7 +164,12 @@ def pin_command(
 
 
 def _accept(
-    config: Config, config_path: str, flags: Flags, out: TextIO, err_out: TextIO, connector: Connector,
+    config: Config,
+    config_path: str,
+    flags: Flags,
+    out: TextIO,
+    err_out: TextIO,
+    connector: Connector,
     overrides: frozenset[tuple[str, str]] = frozenset(),
 ) -> int:
     """``pin -accept SERVER [-tools a,b] -expect FP``: pin what the review showed, or nothing.

@@ -47,7 +47,9 @@ def cited_spans(text: str) -> list[tuple[int, int]]:
     for match in _QUOTED.finditer(text):
         before = text[max(0, match.start() - _NEAR) : match.start()]
         after = text[match.end() : match.end() + 40]
-        if _EXPLAINS.search(before) or re.match(r"\s*(?:,|or|and|\))?\s*(?:are|is) (?:treated|flagged|detected|blocked)", after):
+        if _EXPLAINS.search(before) or re.match(
+            r"\s*(?:,|or|and|\))?\s*(?:are|is) (?:treated|flagged|detected|blocked)", after
+        ):
             spans.append((match.start(), match.end()))
     return spans
 

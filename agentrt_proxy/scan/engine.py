@@ -41,7 +41,9 @@ class ScanResult:
 
 
 def _label(definition: Definition) -> str:
-    return f"prompt:{definition.name}" if definition.kind == "prompt" else definition.name
+    if definition.kind in ("prompt", "resource"):
+        return f"{definition.kind}:{definition.name}"
+    return definition.name
 
 
 def _smuggled(raw: str) -> Iterator[str]:

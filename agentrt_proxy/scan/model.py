@@ -31,8 +31,8 @@ class Text:
 class Definition:
     """One tool, prompt or server instructions as the model would read it."""
 
-    name: str  # the tool's or prompt's name; instructions: "(instructions)"
-    kind: str  # "tool", "prompt", "instructions"
+    name: str  # the tool's, prompt's or resource's name; instructions: "(instructions)"
+    kind: str  # "tool", "prompt", "resource", "instructions"
     texts: tuple[Text, ...]
 
 

@@ -37,7 +37,8 @@ _ROLE = _p(
     r"|\bjailbroken\b|\bjailbreak mode\b|\bbegin (?:a )?new session\b"
 )
 _TURN = re.compile(
-    r"(?:^|\n)[ \t>*_]*(User|Human|Assistant|AI|System|Model|Bot|Claude|ChatGPT|GPT)[ \t*_]*:[ \t]*([^\n]*)", re.IGNORECASE
+    r"(?:^|\n)[ \t>*_]*(User|Human|Assistant|AI|System|Model|Bot|Claude|ChatGPT|GPT)[ \t*_]*:[ \t]*([^\n]*)",
+    re.IGNORECASE,
 )
 _PLACEHOLDER = re.compile(r"^\s*(?:<[^>]*>|\.\.\.|…|\{[^}]*\}|\[[^\]]*\]|[\"']?\.\.\.[\"']?)?\s*$")
 _MODEL_ROLES = {"assistant", "ai", "model", "bot", "claude", "chatgpt", "gpt", "system"}
@@ -49,7 +50,7 @@ _KEY = re.compile(
 _KEY_IS_DIRECTIVE = _p(r"injection|override|directive|jailbreak")
 _KEY_INSTRUCTS = _p(r"instruction|prompt|command|note|message|rules?|order|task")
 _VALUE_DIRECTS = _p(
-    r"\b(?:the assistant|the model|always|never|must|ignore|disregard|execute|approve|grant|bypass|disable|unrestricted|without (?:asking|review|confirmation)|treat|trusted|you are|obey|comply|reveal|send|call|forget)\b"
+    r"\b(?:the assistant|the model|always|never|must|ignore|disregard|execute|approve|grant|bypass|disable|unrestricted|without (?:asking|review|confirmation)|treat|trusted|you are now|obey|comply|reveal|send|call|forget)\b"
 )
 _SYSTEM_MESSAGE = _p(r"[\"']role[\"']\s*:\s*[\"']system[\"']\s*,\s*[\"']content[\"']\s*:\s*[\"']([^\"]{0,300})")
 
@@ -70,7 +71,9 @@ def _turns(text: str, samples: list[tuple[int, int]]) -> Iterator[Match]:
 def _structured(text: str, samples: list[tuple[int, int]]) -> Iterator[Match]:
     for match in _KEY.finditer(text):
         key, value = match.group(1), match.group(2)
-        if not key.startswith("_") and not re.search(r"system|ai\b|ai_|llm|assistant|model|agent|hidden|secret|admin", key, re.I):
+        if not key.startswith("_") and not re.search(
+            r"system|ai\b|ai_|llm|assistant|model|agent|hidden|secret|admin", key, re.I
+        ):
             continue
         if (
             _KEY_IS_DIRECTIVE.search(key)
@@ -88,6 +91,8 @@ def _structured(text: str, samples: list[tuple[int, int]]) -> Iterator[Match]:
 def roleplay_matches(text: str) -> Iterator[Match]:
     samples = addressing.sample_spans(text)
     for match in _ROLE.finditer(text):
-        yield Match("injection.roleplay", HARD, match.start(), match.end(), match.group(0).strip(" .!:;>]\n"), ask="roleplay")
+        yield Match(
+            "injection.roleplay", HARD, match.start(), match.end(), match.group(0).strip(" .!:;>]\n"), ask="roleplay"
+        )
     yield from _turns(text, samples)
     yield from _structured(text, samples)

@@ -17,7 +17,8 @@ RULES: dict[str, tuple[str, str]] = {
     "injection.concealment": ("hard", "do not tell the user, without informing, keep it secret, silently send"),
     "injection.roleplay": (
         "hard",
-        "ACT AS, pretend you are, your role has changed, admin mode enabled, fake User:/Assistant: turns, system: lines",
+        "ACT AS, pretend you are, your role has changed, admin mode enabled, fake User:/Assistant: turns, "
+        "system: lines",
     ),
     "injection.structured": (
         "hard",
@@ -54,7 +55,8 @@ RULES: dict[str, tuple[str, str]] = {
     ),
     "redirect.tool": (
         "hard",
-        "this tool deprecated, moved or disabled and the model sent to another for all requests (a plain note is silent)",
+        "this tool deprecated, moved or disabled and the model sent to another for all requests "
+        "(a plain note is silent)",
     ),
     "crosstool.dependency": (
         "hard",
@@ -64,10 +66,14 @@ RULES: dict[str, tuple[str, str]] = {
         "hard",
         "the model told to visit, fetch, post or send to a literal address (documented examples are not findings)",
     ),
-    "preference.manipulation": ("soft", "superlatives aimed at the model's choice: the best tool, always choose it first"),
+    "preference.manipulation": (
+        "soft",
+        "superlatives aimed at the model's choice: the best tool, always choose it first",
+    ),
     "param.out_of_scope": (
         "soft",
-        "a parameter asking for the conversation, the system prompt, the model's name, its tools, or unrelated credentials",
+        "a parameter asking for the conversation, the system prompt, the model's name, its tools, "
+        "or unrelated credentials",
     ),
     "shadowing.cross_server": ("hard|soft", "a description naming another server's tool: hard when it steers it"),
     "shadowing.name": (

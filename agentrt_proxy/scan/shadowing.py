@@ -74,8 +74,9 @@ def cross_server(listings: Sequence[Listing]) -> Iterator[Finding]:
                         "shadow_name", escape_span(other),
                     )  # fmt: skip
                 elif skeleton(other) == skeleton(name):
+                    reads = f"reads as {server}'s {other}"
                     yield Finding(
-                        listing.server, name, NAME_RULE, HARD, "name", escape_span(name), f"reads as {server}'s {other}",
+                        listing.server, name, NAME_RULE, HARD, "name", escape_span(name), reads,
                         "shadow_name", escape_span(other),
                     )  # fmt: skip
                 elif min(len(other), len(name)) >= MIN_NEAR and _one_edit(skeleton(other), skeleton(name)):

@@ -44,7 +44,9 @@ _PREFERENCE = _p(
 
 def preference_matches(text: str) -> Iterator[Match]:
     for match in _PREFERENCE.finditer(text):
-        yield Match("preference.manipulation", SOFT, match.start(), match.end(), match.group(0), lift=False, ask="prefer")
+        yield Match(
+            "preference.manipulation", SOFT, match.start(), match.end(), match.group(0), lift=False, ask="prefer"
+        )
 
 
 # What the model holds: the conversation, its instructions, its identity, its tools.
@@ -92,8 +94,25 @@ def out_of_scope(definition: Definition) -> Iterator[tuple[Text, Match]]:
         held = _HELD.search(description) or _HELD.search(words)
         if held is not None or (_HELD_NAME.match(words) and not description):
             shown = held.group(0) if held is not None else text.text
-            yield text, Match("param.out_of_scope", SOFT, 0, len(shown), shown, lift=False, ask="ask_context", target=text.text)
+            yield (
+                text,
+                Match(
+                    "param.out_of_scope", SOFT, 0, len(shown), shown, lift=False, ask="ask_context", target=text.text
+                ),
+            )
             continue
         credential = _CREDENTIAL.search(words) or _CREDENTIAL.search(description)
         if credential is not None and not _CREDENTIAL_JOB.search(job):
-            yield text, Match("param.out_of_scope", SOFT, 0, len(credential.group(0)), credential.group(0), lift=False, ask="ask_credential", target=text.text)
+            yield (
+                text,
+                Match(
+                    "param.out_of_scope",
+                    SOFT,
+                    0,
+                    len(credential.group(0)),
+                    credential.group(0),
+                    lift=False,
+                    ask="ask_credential",
+                    target=text.text,
+                ),
+            )

@@ -54,7 +54,9 @@ _UNIVERSAL = _p(
 )
 
 _CALL_REF = _p(
-    r"\b(?:call|calls|calling|invoke|invoking|run|running|execute|executing|use|using|trigger|triggering)\s+(?:the\s+|a\s+)?(" + _TOOLREF + r")"
+    r"\b(?:call|calls|calling|invoke|invoking|run|running|execute|executing|use|using|trigger|triggering)\s+(?:the\s+|a\s+)?("
+    + _TOOLREF
+    + r")"
     r"|\b(?:depends on|requires? (?:the )?(?:prior |a prior )?(?:execution of|calling|running|a call to)|a call to|(?:result|output|response) of (?:calling|running|invoking)|(?:get|obtain|fetch|take|request)\b[^.\n]{0,30}\bfrom)\s+(?:the\s+)?("
     + _TOOLREF
     + r")"
@@ -139,7 +141,8 @@ def _redirect(sentence: str, start: int, text: str, own: str, before: str) -> It
         return  # "prefer this over read_file, which is deprecated": the other tool is the old one
     deprecated = bool(_DEPRECATED.search(text) or _DISOWN.search(text))
     use = bool(_REDIRECT_USE.search(sentence))
-    if (deprecated and (strong or (use and universal))) or (strong and universal and not _DOCUMENTS.search(sentence)):
+    documented = _DOCUMENTS.search(ADDRESS.sub(" ", sentence))
+    if (deprecated and (strong or (use and universal))) or (strong and universal and not documented):
         yield Match("redirect.tool", HARD, start + at, start + to, sentence, ask="use_instead", target=name)
     elif deprecated and use:
         yield Match("redirect.tool", SOFT, start + at, start + to, sentence, quiet=True, ask="use_instead", target=name)
@@ -166,26 +169,48 @@ def _network(sentence: str, start: int) -> Iterator[Match]:
     verb = _REQUEST.search(sentence)
     placeholder = _PLACEHOLDER_URL.search(sentence)
     requested = verb is not None and verb.start() < address.start() and address.start() - verb.end() <= 140
-    if _DOCUMENTS.search(sentence) and not placeholder:
+    if _DOCUMENTS.search(ADDRESS.sub(" ", sentence)) and not placeholder:
         return
     if (requested and _ADDRESSED.search(sentence)) or (placeholder and requested):
-        ask = "visit" if verb and re.search(r"access|visit|open|fetch|load|call|ping|get|request|hit|navigate|connect|curl", verb.group(0), re.I) else "send_to"
-        yield Match("network.request", HARD, start + address.start(), start + address.end(), sentence, ask=ask, target=address.group(0))
+        ask = (
+            "visit"
+            if verb
+            and re.search(
+                r"access|visit|open|fetch|load|call|ping|get|request|hit|navigate|connect|curl", verb.group(0), re.I
+            )
+            else "send_to"
+        )
+        yield Match(
+            "network.request",
+            HARD,
+            start + address.start(),
+            start + address.end(),
+            sentence,
+            ask=ask,
+            target=address.group(0).rstrip(".,;:!?"),
+        )
 
 
 def _shadowing(sentence: str, start: int, own: str) -> Iterator[Match]:
     rerouted = _REROUTED.search(sentence)
     if rerouted is not None:
-        yield Match("crosstool.directive", HARD, start + rerouted.start(), start + rerouted.end(), sentence, ask="steer_any")
+        yield Match(
+            "crosstool.directive", HARD, start + rerouted.start(), start + rerouted.end(), sentence, ask="steer_any"
+        )
         return
     for other in _OTHER_TOOLS.finditer(sentence):
         words = other.group(0)
-        if re.match(r"(?:`?(?:this|these)\b)", words, re.I) or own and own in words:
+        if re.match(r"(?:`?(?:this|these)\b)", words, re.I) or (
+            own and re.search(rf"(?<![\w\-]){re.escape(own)}(?![\w\-])", words)
+        ):
             continue
         if _CHOOSING.search(sentence[: other.start()]):
             continue  # "use this instead of any other tool": a preference, not a steer
         before, after = sentence[: other.start()], sentence[other.end() :]
-        if _STEER.search(after) or (re.search(r"\b(?:when(?:ever)?|if|every time|each time|for (?:all|any|every|each))\b", before, re.I) and _STEER.search(before)):
+        if _STEER.search(after) or (
+            re.search(r"\b(?:when(?:ever)?|if|every time|each time|for (?:all|any|every|each))\b", before, re.I)
+            and _STEER.search(before)
+        ):
             named = _others(words, own, TOOLREF)
             yield Match(
                 "crosstool.directive", HARD, start + other.start(), start + other.end(), sentence,

@@ -51,7 +51,9 @@ _LIFTS_BY_FIELD = ("exfil.credential", "exfil.send", "exec.shell", "exec.install
 # A tag name followed by these words is being named ("hidden <IMPORTANT> tags"), not used.
 _NAMED_TAG = re.compile(r"\s*(?:tags?|wrappers?|blocks?|markers?|elements?)\b", re.I)
 # Commands a description names as refused or as examples ("commands such as `rm -rf /` are refused").
-_REFUSED = re.compile(r"\b(?:such as|like|e\.g\.|refused|blocked|denied|rejected|forbidden|not allowed|prevented|disallowed)\b", re.I)
+_REFUSED = re.compile(
+    r"\b(?:such as|like|e\.g\.|refused|blocked|denied|rejected|forbidden|not allowed|prevented|disallowed)\b", re.I
+)
 
 
 def _sentence_at(spans: list[tuple[int, str]], offset: int) -> str:
@@ -78,7 +80,9 @@ def _regions(text: str) -> tuple[list[tuple[int, int]], list[Match]]:
         if tag in HIDDEN_TAGS:
             found.append(Match("injection.hidden_tag", HARD, match.start(), match.end(), opening, ask="hidden_tag"))
         elif match.group(3) is not None and len((match.group(3) or "").split()) >= 3:
-            found.append(Match("injection.hidden_tag", SOFT, match.start(), match.end(), match.group(0), ask="hidden_tag"))
+            found.append(
+                Match("injection.hidden_tag", SOFT, match.start(), match.end(), match.group(0), ask="hidden_tag")
+            )
     return regions, found
 
 

@@ -116,6 +116,7 @@ def refused_by_scan(server: str, refused: dict[str, list[str]], *, accepted: boo
 def help_text() -> str:
     return SCOPE + "\n" + USAGE
 
+
 # export and verify -file (cli/export.py, cli/verify_file.py): the audit trail as a file.
 EXPORT_BAD_FORMAT = "-format must be jsonl or csv, not {text}"
 EXPORT_BAD_SINCE = "-since must be a time (2025-01-31T00:00:00Z) or a duration ago (24h), not {text}"

@@ -264,6 +264,7 @@ def op_task_executes(task_id: str) -> str:
         "completes with its result (no call from the model is needed)"
     )
 
+
 # verify (runtime-core §8.3)
 OP_HEAD_NONE = "head: no events"
 
