@@ -134,3 +134,50 @@ def test_pin_exits_0_only_when_every_tool_was_pinned(tmp_path: Path) -> None:
     taken = run_program(["pin", "-config", str(overridden), "-override", "get_fact:crosstool.dependency"], timeout=60)
     assert taken.returncode == 0, taken.stderr  # the override names the new tool and its one hard rule
     assert sorted(json.loads((tmp_path / "fs.json").read_text())["tools"]) == ["get_fact", "read_note"]
+
+
+@pytest.mark.program
+def test_serve_answers_a_tools_list_without_ever_loading_the_scanner(tmp_path: Path) -> None:
+    # issue 24, item 5: the scan runs at pin, check and scan; serving pays nothing for it
+    config = _scripted(tmp_path, POISONED_TOOLS[1:])
+    assert run_program(["pin", "-config", str(config)], timeout=60).returncode == 0
+    lines = [
+        {"jsonrpc": "2.0", "id": 1, "method": "initialize",
+         "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
+    ]  # fmt: skip
+    done = run_program(
+        ["serve", "-config", str(config)],
+        input="".join(json.dumps(line) + "\n" for line in lines),
+        env={"PYTHONPROFILEIMPORTTIME": "1"},
+        timeout=60,
+    )
+    answers = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
+    listed = next(a for a in answers if a.get("id") == 2)
+    assert "fs_read_note" in [t["name"] for t in listed["result"]["tools"]]
+    imported = [line.rsplit("|", 1)[-1].strip() for line in done.stderr.splitlines() if line.startswith("import time:")]
+    assert "agentrt_proxy.cli.main" in imported  # the import log is there to read
+    assert not [name for name in imported if name.startswith("agentrt_proxy.scan")]
+
+
+@pytest.mark.program
+def test_the_attack_classes_example_is_hard_on_every_hard_class_soft_on_the_soft_ones_and_silent_on_its_negatives() -> (
+    None
+):
+    done = run_program(["scan", "-json", "-tools", str(REPO_ROOT / "examples" / "scan" / "attack-classes.json")])
+    assert done.returncode == 1, done.stderr
+    findings = json.loads(done.stdout)["findings"]
+    worst: dict[str, str] = {}
+    for finding in findings:
+        if worst.get(finding["tool"]) != "hard":
+            worst[finding["tool"]] = finding["severity"]
+    hard = {"web_search", "get_fact", "weather", "random_quote", "list_files", "prompt:review_code", "resource:notes"}
+    assert worst == {**dict.fromkeys(hard, "hard"), "best_weather": "soft", "add": "soft"}
+    rules = {(f["tool"], f["rule"]) for f in findings}
+    assert {
+        ("web_search", "redirect.tool"),
+        ("get_fact", "crosstool.dependency"),
+        ("weather", "network.request"),
+    } <= rules
+    assert all(f["explanation"] and "\n" not in f["explanation"] for f in findings)
