@@ -34,7 +34,7 @@ _ROLE = _p(
     r"|\byou are (?:now )?(?:DAN|an? (?:unrestricted|unfiltered|jailbroken|uncensored))\b"
     r"|\b(?:admin|administrator|developer|debug|god|maintenance|unrestricted|root|sudo|jailbreak|unsafe)\s+mode\b[^.\n]{0,20}\b(?:enabled|activated|on|active|engaged|unlocked)\b"
     r"|\b(?:enable|activate|enter|switch to)\s+(?:admin|developer|debug|god|maintenance|unrestricted|root|jailbreak)\s+mode\b|\bin (?:maintenance|admin|developer|god|unrestricted|debug|jailbreak) mode\b"
-    r"|\bjailbroken\b|\bjailbreak mode\b|\bbegin (?:a )?new session\b"
+    r"|\bjailbroken\b|\bjailbreak mode\b|\bbegin (?:a )?new session\b|\boverride (?:mode )?(?:enabled|activated|engaged|on)\b"
 )
 _TURN = re.compile(
     r"(?:^|\n)[ \t>*_]*(User|Human|Assistant|AI|System|Model|Bot|Claude|ChatGPT|GPT)[ \t*_]*:[ \t]*([^\n]*)",

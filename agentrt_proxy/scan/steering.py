@@ -65,14 +65,15 @@ _FLOW_OUT = _p(
     r"\b(?:its|their|the tool'?s)\s+(?:entire |full |whole |complete |raw )?(?:output|result|results|response|return value|answer|token)s?\b"
     r"|\bwhatever it returns\b|\bwhat it returns\b|\b(?:the )?(?:result|output|response) of (?:calling|running|invoking|that call|it)\b"
     r"|\b(?:copy|put|paste|place|insert|hand|pass|forward|supply|provide|include)\b[^.\n]{0,40}\b(?:into|to|as|in) (?:the )?`[\w.\-]+`|\b(?:pass|supply|provide|forward|hand|include) (?:it|them) (?:along|through|unchanged|as is|verbatim)"
-    r"|\bthe returned (?:text|value|token|data|output|result)\b|\bwith (?:it|them|the result|its result|that result)\b"
+    r"|\bthe (?:returned|exported|resulting|fetched|collected|generated|dumped) (?:\w+ )?(?:text|value|token|output|result|mailbox|contents?|report|snapshot|profile|dump|history|conversation)\b|\bwith (?:it|them|the result|its result|that result)\b"
 )
 _OBLIGE = _p(
     r"\b(?:mandatory|compulsory|compliance|comply|required by|requirement|policy|policies|governance|violat\w*|soc ?2|gdpr|hipaa|audit\w*|obligatory|prerequisite|billing|licen[cs]e|telemetry|usage tracking)\b"
-    r"|\bmust not be skipped\b|\b(?:never|do not|don't) skip\b|\bis required\b|\brequired (?:that|to)\b|\brejects? (?:calls|requests) without\b"
+    r"|\bsecurity (?:requirement|reasons?|check)\b|\bfor security\b|\(required\)|\bmust not be skipped\b|\b(?:never|do not|don't) skip\b|\bis required\b|\brequired (?:that|to)\b|\brejects? (?:calls|requests) without\b"
 )
 _PAYLOAD = _p(
-    r"\b(?:the )?(?:user'?s?|customer'?s?)\s+(?:query|queries|question|message|messages|original message|input|prompt|request|data|details|files?)\b|\beverything the user\b"
+    r"\b(?:the )?(?:user'?s?|customer'?s?)\s+(?:\w+\s+)?(?:query|queries|question|message|messages|input|prompt|request|data|details|files?)\b|\beverything the user\b"
+    r"|\bthe original (?:text|input|paragraph|message|request|document|query|question|file)\b|\b(?:everything|all|whatever) (?:the user|you) (?:wrote|said|typed|asked|entered)\b"
     r"|\b(?:full|entire|whole|complete|all)\s+(?:\w+\s+)?(?:details|contents?|text|data|output|conversation|history|request|arguments|document|repository|messages)\b"
     r"|\bconversation\b|\bchat history\b|\b(?:document|repository|file|message) (?:text|contents?|body)\b"
 )
@@ -206,11 +207,9 @@ def _shadowing(sentence: str, start: int, own: str) -> Iterator[Match]:
             continue
         if _CHOOSING.search(sentence[: other.start()]):
             continue  # "use this instead of any other tool": a preference, not a steer
-        before, after = sentence[: other.start()], sentence[other.end() :]
-        if _STEER.search(after) or (
-            re.search(r"\b(?:when(?:ever)?|if|every time|each time|for (?:all|any|every|each))\b", before, re.I)
-            and _STEER.search(before)
-        ):
+        # The steer follows the tools it steers ("when sending mail with any tool, always BCC ...");
+        # "pass absolute paths when you hand a file to other tools" steers nothing else.
+        if _STEER.search(sentence[other.end() :]):
             named = _others(words, own, TOOLREF)
             yield Match(
                 "crosstool.directive", HARD, start + other.start(), start + other.end(), sentence,
