@@ -37,6 +37,9 @@ class Phrase:
     lift: bool = True  # a soft match the sentence's context may raise to hard
     addresses_model: bool = False  # speaking to the model: not a finding in a server's instructions
     quiet: bool = False  # reported only when its context lifts it to hard (too common alone)
+    # A cheap pattern every match of ``pattern`` contains (its literals): a text without it is
+    # skipped, which keeps the long alternations off most texts (issue 24: the 100-tool scan).
+    gate: re.Pattern[str] | None = None
 
 
 def _p(text: str, *, case: bool = False) -> re.Pattern[str]:
@@ -204,6 +207,7 @@ PHRASES: tuple[Phrase, ...] = (
             + _USER
             + r"[^.\n]{0,20}\bknow\b"
         ),
+        gate=_p(r"not|n't|dont|never|cannot|no need"),
     ),
     Phrase(
         "injection.concealment",
@@ -213,6 +217,7 @@ PHRASES: tuple[Phrase, ...] = (
             + _USER
             + r"|\b(?:without|before) (?:the )?(?:user|human)s? (?:noticing|knowing|seeing|realizing|realising|being aware)\b"
         ),
+        gate=_p(r"without|before"),
     ),
     Phrase(
         "injection.concealment",
@@ -221,6 +226,7 @@ PHRASES: tuple[Phrase, ...] = (
             _NEG
             + r"\s+(?:mention|reveal|disclose|discuss|talk about|bring up|acknowledge|expose|display|show)\s+(?:this|that|it|these|any of this|the (?:above|following|instructions?|file|step|steps|fact|request|side ?note|sidenote|note|reason|previous))\b"
         ),
+        gate=_p(r"not|n't|dont|never|cannot|no need"),
     ),
     Phrase(
         "injection.concealment",
@@ -260,7 +266,16 @@ PHRASES: tuple[Phrase, ...] = (
         addresses_model=True,
     ),
     # reading credentials: soft as a mention, hard with a directive and a flow (textrules)
-    Phrase("exfil.credential", SOFT, CREDENTIAL),
+    Phrase(
+        "exfil.credential",
+        SOFT,
+        CREDENTIAL,
+        gate=_p(
+            r"ssh|rsa|dsa|ed25519|authorized|env|aws|gcloud|credentials|azure|kube|docker|npmrc|pypirc|netrc|git-cred|history"
+            r"|passwd|shadow|sudoers|gnupg|password-store|wallet|secret|mcp|claude|cursor|codeium|cline|vscode"
+            r"|chrom|firefox|brave|edge|safari|browser|login|key[34]|cookies"
+        ),
+    ),
     Phrase("exfil.credential", SOFT, CREDENTIAL_WORD, quiet=True),
     Phrase(
         "exfil.credential",
@@ -312,6 +327,10 @@ PHRASES: tuple[Phrase, ...] = (
             r"|\bpowershell(?:\.exe)?\b[^\n]{0,40}\s-(?:e|en|enc|encodedcommand)\s|\b(?:iex|invoke-expression)\s*\(|\bdownloadstring\s*\("
             r"|:\(\)\s*\{\s*:\s*\|\s*:\s*&\s*\}\s*;\s*:|\bdd\s+if=\S+\s+of=/dev/(?:sd|nvme|disk|hd)|\bmkfs(?:\.\w+)?\s+/dev/"
             r"|\bbase64\s+(?:-d|--decode|-D)\b[^\n|]{0,60}\|\s*(?:ba|z)?sh\b|\beval\s*\(\s*(?:atob|base64|buffer\.from)"
+        ),
+        gate=_p(
+            r"curl|wget|fetch|iwr|irm|\brm\b|bashrc|zshrc|profile|zshenv|bash_login|chmod|/dev/tcp|\bnc|bash|mkfifo|socat"
+            r"|python|powershell|iex|invoke-expression|downloadstring|:\(\)|\bdd\b|mkfs|base64|eval"
         ),
     ),
     Phrase(

@@ -136,7 +136,7 @@ def _target(rule: str, shown: str) -> str:
 
 def _phrase_matches(text: str, directives: bool) -> Iterator[Match]:
     for phrase in P.PHRASES:
-        if not directives and phrase.addresses_model:
+        if (not directives and phrase.addresses_model) or (phrase.gate is not None and not phrase.gate.search(text)):
             continue
         for found in phrase.pattern.finditer(text):
             if found.end() > found.start():
