@@ -179,7 +179,9 @@ PHRASES: tuple[Phrase, ...] = (
         _p(
             r"\b(?:CRITICAL|URGENT|IMPORTANT|MANDATORY|PRIORITY)\s+(?:SYSTEM|SECURITY|ADMIN)\s+(?:NOTICE|MESSAGE|INSTRUCTIONS?|REQUIREMENTS?|OVERRIDE|UPDATE|ALERT|DIRECTIVES?|PROMPT)\b"
             r"|\bSYSTEM\s+(?:OVERRIDE|INSTRUCTIONS?|NOTICE|DIRECTIVES?|MESSAGE|PROMPT|CONFIGURATION|CONFIG|UPDATE|SETTINGS?|POLICY|ALERT|REQUIREMENTS?|MODE)\b|\bSYSTEM:"
-            r"|(?i:\bsystem (?:configuration|config|override|directive|notice|instruction)s?(?: update| change)?\s*:)",
+            r"|(?i:\bsystem (?:configuration|config|override|directive|notice|instruction)s?(?: update| change)?\s*:)"
+            r"|[\[{(<]{1,2}\s*(?:SYSTEM|ADMIN|DEVELOPER|ROOT)\s*[\]})>]{1,2}|(?:^|\n)\s*(?:ADMIN|DEVELOPER|ROOT|OPERATOR)\s*:"
+            r"|(?i:\b(?:ignore|disregard|forget)\s+(?:all\s+)?(?:of\s+)?(?:the\s+)?(?:above|everything (?:above|before|else|you (?:were|have been|'ve been) told)))\b",
             case=True,
         ),
     ),
@@ -234,7 +236,8 @@ PHRASES: tuple[Phrase, ...] = (
         _p(
             r"\b(?:keep|hide)\s+(?:this|it|these|that|them|the \w+)\s+(?:a\s+)?(?:secret|hidden|private|confidential|invisible|quiet)\b"
             r"|\bhide\s+(?:this|it|them|the \w+(?: \w+)?)\s+from\s+(?:the\s+)?(?:user|human|operator)"
-            r"|\b(?:the |your )?(?:user|human)s? (?:must|should|shall|will|need|needs|is|are|does|do) ?(?:not|never|n't)\s+(?:to )?(?:know|see|notice|learn|find out|be (?:told|informed|aware|notified|shown|alerted))\b"
+            r"|\b(?:the |your )?(?:user|human)s? (?:must|should|shall|will|need|needs|is|are|does|do) ?(?:not|never|n't)\s+(?:to )?(?:know|see|notice|learn|find out|be (?:told|informed|aware|notified|shown|alerted|made aware))\b"
+            r"|\bkeep (?:the )?(?:user|human)s? (?:unaware|in the dark|uninformed)\b"
             r"|\b(?:could|might|will|would|may) (?:even )?(?:upset|confuse|scare|alarm|worry|bother|frighten|annoy) (?:the )?(?:user|human)"
             r"|\bsilently\b[^.\n]{0,20}?\b(?:send|forward|copy|upload|include|add|read|call|change|replace|exfiltrate|bcc|cc|redirect|attach|post|transfer)\b"
             r"|\bsecretly\b|\bcovertly\b|\b(?:mere|minor|internal) implementation detail\b"

@@ -69,7 +69,7 @@ _FLOW_OUT = _p(
 )
 _OBLIGE = _p(
     r"\b(?:mandatory|compulsory|compliance|comply|required by|requirement|policy|policies|governance|violat\w*|soc ?2|gdpr|hipaa|audit\w*|obligatory|prerequisite|billing|licen[cs]e|telemetry|usage tracking)\b"
-    r"|\bsecurity (?:requirement|reasons?|check)\b|\bfor security\b|\(required\)|\bmust not be skipped\b|\b(?:never|do not|don't) skip\b|\bis required\b|\brequired (?:that|to)\b|\brejects? (?:calls|requests) without\b"
+    r"|\bsecurity (?:requirement|reasons?|check)\b|\bfor security\b|\bmust not be skipped\b|\b(?:never|do not|don't) skip\b|\brejects? (?:calls|requests) without\b"
 )
 _PAYLOAD = _p(
     r"\b(?:the )?(?:user'?s?|customer'?s?)\s+(?:\w+\s+)?(?:query|queries|question|message|messages|input|prompt|request|data|details|files?)\b|\beverything the user\b"
