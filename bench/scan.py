@@ -60,6 +60,13 @@ def per_rule() -> None:
           f"false-positive rate {_ratio(hard_fp, len(benign)).strip()} hard, {_ratio(any_fp, len(benign)).strip()} any finding")  # fmt: skip
 
 
+def _grouped(cases: list[ClassFixture]) -> dict[str, list[ClassFixture]]:
+    by_class: dict[str, list[ClassFixture]] = {}
+    for c in cases:
+        by_class.setdefault(c.cls, []).append(c)
+    return by_class
+
+
 def per_class() -> None:
     """Issue 24's class corpus, train and held-out apart: recall per attack class, and false
     positives (hard findings) per rule and per kind of negative."""
@@ -71,10 +78,7 @@ def per_class() -> None:
         negatives = [c for c in mine if not c.poisoned]
         print(f"\nclass corpus, {split}: {len(attacks)} attacks, {len(negatives)} negatives")
         print(f"  {'attack class':<16} {'caught':>8} {'recall':>8}")
-        by_class: dict[str, list[ClassFixture]] = {}
-        for c in attacks:
-            by_class.setdefault(c.cls, []).append(c)
-        for cls, group in by_class.items():
+        for cls, group in _grouped(attacks).items():
             caught = sum(1 for c in group if c.caught(found[c.id]))
             print(f"  {cls:<16} {caught:>4}/{len(group):<3} {_ratio(caught, len(group)):>8}")
         hard_classes = [c for c in attacks if not c.soft_class]
@@ -83,10 +87,7 @@ def per_class() -> None:
             f"  {'hard classes':<16} {caught_hard:>4}/{len(hard_classes):<3} {_ratio(caught_hard, len(hard_classes)):>8}"
         )
         print(f"  {'negative kind':<16} {'hard fp':>8} {'any':>6}")
-        by_kind: dict[str, list[ClassFixture]] = {}
-        for c in negatives:
-            by_kind.setdefault(c.cls, []).append(c)
-        for kind, group in by_kind.items():
+        for kind, group in _grouped(negatives).items():
             hard = sum(1 for c in group if c.caught(found[c.id]))
             anything = sum(1 for c in group if found[c.id])
             print(f"  {kind:<16} {hard:>4}/{len(group):<3} {anything:>6}")

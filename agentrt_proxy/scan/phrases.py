@@ -26,6 +26,7 @@ __all__ = [
     "SEND_VERB",
     "SENSITIVE",
     "Phrase",
+    "pattern",
 ]
 
 
@@ -44,6 +45,9 @@ class Phrase:
 
 def _p(text: str, *, case: bool = False) -> re.Pattern[str]:
     return re.compile(text, 0 if case else re.IGNORECASE)
+
+
+pattern = _p  # the other rule modules compile their patterns the same way
 
 
 _NEG = r"(?:do not|don't|dont|never|must not|mustn't|should not|shouldn't|shall not|cannot|can't|no need to)"

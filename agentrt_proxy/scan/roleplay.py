@@ -19,12 +19,9 @@ from collections.abc import Iterator
 
 from agentrt_proxy.scan import addressing
 from agentrt_proxy.scan.model import HARD, Match
+from agentrt_proxy.scan.phrases import pattern as _p
 
 __all__ = ["roleplay_matches"]
-
-
-def _p(text: str) -> re.Pattern[str]:
-    return re.compile(text, re.IGNORECASE)
 
 
 _ROLE = _p(

@@ -14,17 +14,13 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 
 from agentrt_proxy.scan.model import SOFT, Definition, Match, Text
 from agentrt_proxy.scan.normal import name_words, normalise
+from agentrt_proxy.scan.phrases import pattern as _p
 
 __all__ = ["out_of_scope", "preference_matches"]
-
-
-def _p(text: str) -> re.Pattern[str]:
-    return re.compile(text, re.IGNORECASE)
 
 
 _PREFERENCE = _p(

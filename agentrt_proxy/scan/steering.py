@@ -24,12 +24,9 @@ import re
 from collections.abc import Iterator
 
 from agentrt_proxy.scan.model import HARD, SOFT, Match
+from agentrt_proxy.scan.phrases import pattern as _p
 
 __all__ = ["steering_matches"]
-
-
-def _p(text: str) -> re.Pattern[str]:
-    return re.compile(text, re.IGNORECASE)
 
 
 # A name a sentence gives a tool: in backticks or quotes, snake_case, camelCase, or "the X tool".
