@@ -144,6 +144,8 @@ PHRASES: tuple[Phrase, ...] = (
             r"\b(?:ignore|disregard|forget|bypass)\b[^.\n]{0,30}?\b(?:instructions|rules|guidelines|directives|prompts?|policies|restrictions)\b[^.\n]{0,40}?\b(?:given|received|told|provided|set|before|earlier|previously|above|so far)\b"
             r"|\b(?:supersedes?|takes? precedence over|has priority over|overrides?)\b[^.\n]{0,20}?\b(?:your|the user'?s|the operator'?s|the developer'?s|all|any|every)\b[^.\n]{0,25}?\b(?:instructions|rules|guidelines|system prompt|directives|policies)\b"
             r"|\b(?:hidden|secret) (?:requirements?|instructions?|rules?|steps?|tasks?)\s*:"
+            r"|\b(?:your )?(?:previous|prior|earlier|original|old) (?:instructions|rules|guidelines|prompt) (?:are|were|is|have been) (?:now )?(?:void|outdated|cancell?ed|revoked|obsolete|replaced|superseded|no longer (?:valid|in effect|apply))\b"
+            r"|\b(?:an )?(?:important |urgent )?update (?:to|of) your (?:instructions|rules|guidelines|system prompt)\b"
         ),
     ),
     Phrase(
@@ -157,7 +159,7 @@ PHRASES: tuple[Phrase, ...] = (
         "injection.override",
         HARD,
         _p(
-            r"\byou are now\b(?! (?:able|ready|connected|logged|signed|authenticated|authori[sz]ed|free|allowed|set up|subscribed|done|viewing|looking|using|on|at)\b)"
+            r"\byou(?: are|'re) now\b(?! (?:able|ready|connected|logged|signed|authenticated|authori[sz]ed|free|allowed|set up|subscribed|done|viewing|looking|using|on|at)\b)"
             r"|\bfrom now on,? (?:you|the assistant|ignore|always)\b|\byour new (?:role|task|goal|instructions?|purpose)\b"
             r"|\b(?:act|behave|respond) as (?:an? |the )?(?:admin|root|system|developer mode|unrestricted|jailbroken|dan)\b|\bdeveloper mode\b"
         ),

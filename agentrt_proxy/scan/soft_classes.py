@@ -36,6 +36,7 @@ _PREFERENCE = _p(
     r"|\bother (?:\w+ )?(?:tools|services|translators|calculators|options) are (?:unreliable|outdated|inferior|broken|insecure|worse|slow|wrong|deprecated)\b|\bunlike (?:inferior|other|lesser)\b"
     r"|\brecommended by (?:all |most )?(?:ai|assistants|models|llms|agents)\b|\bwhen in doubt,? (?:use|call|choose) (?:this|me)\b|\btrusted by (?:millions|thousands)\b"
     r"|\b(?:superior|better) (?:to|than) (?:all|any|every) (?:other )?\w*\s*tools?\b|\bprioriti[sz]e this tool\b"
+    r"|\b(?:best[- ]in[- ]class|industry[- ]leading|unmatched|unrivall?ed|unparalleled|award[- ]winning)\b"
 )
 
 

@@ -92,6 +92,11 @@ _REQUEST = _p(
 _DOCUMENTS = _p(
     r"\b(?:for (?:more )?(?:info|information|details|documentation|docs|reference)|see|documentation|docs|learn more|e\.g\.?|for (?:example|instance)|such as|example|read more|refer to|returns?|returned|defaults? to|base url)\b"
 )
+# A sentence that opens by sending the model somewhere ("Visit https://…", "Open this link: …"):
+# verbs a description of the tool's own work does not open with (it says "Fetches", "Get data from").
+_OPENS_WITH_VISIT = _p(
+    r"^\W*(?:visit|open|access|ping|notify|report|submit|forward|mirror|beacon|navigate to|go to)\b(?:\s+(?:this|the following) (?:link|url|address|page))?"
+)
 _PLACEHOLDER_URL = re.compile(r"https?://[^\s)'\"`]*(?:\{[^}\s]*\}|<[^>\s]*>|=\$|=\s*$|=\[)")
 
 # Shadowing: a sentence about other tools' behaviour.
@@ -169,7 +174,8 @@ def _network(sentence: str, start: int) -> Iterator[Match]:
     requested = verb is not None and verb.start() < address.start() and address.start() - verb.end() <= 140
     if _DOCUMENTS.search(ADDRESS.sub(" ", sentence)) and not placeholder:
         return
-    if (requested and _ADDRESSED.search(sentence)) or (placeholder and requested):
+    opens = verb is not None and _OPENS_WITH_VISIT.match(sentence) is not None
+    if (requested and (_ADDRESSED.search(sentence) or opens)) or (placeholder and requested):
         ask = (
             "visit"
             if verb
