@@ -72,7 +72,7 @@ def per_class() -> None:
     positives (hard findings) per rule and per kind of negative."""
     cases = class_fixtures()
     found = {c.id: c.findings() for c in cases}
-    for split in ("train", "heldout", "blind", "blind2"):
+    for split in ("train", "heldout", "blind", "blind2", "blind3"):
         mine = [c for c in cases if c.split == split]
         attacks = [c for c in mine if c.poisoned]
         negatives = [c for c in mine if not c.poisoned]

@@ -141,7 +141,7 @@ PHRASES: tuple[Phrase, ...] = (
         "injection.override",
         HARD,
         _p(
-            r"\b(?:ignore|disregard|forget|bypass)\b[^.\n]{0,30}?\b(?:instructions|rules|guidelines|directives|prompts?|policies|restrictions)\b[^.\n]{0,40}?\b(?:given|received|told|provided|set|before|earlier|previously|above|so far)\b"
+            r"\b(?:ignore|disregard|forget|bypass)\b[^.\n]{0,30}?\b(?:instructions|rules|guidelines|guardrails|safeguards|directives|prompts?|policies|restrictions|guideline|rule)\b[^.\n]{0,40}?\b(?:given|received|told|provided|set|before|earlier|previously|above|so far|configured)\b"
             r"|\b(?:supersedes?|takes? precedence over|has priority over|overrides?)\b[^.\n]{0,20}?\b(?:your|the user'?s|the operator'?s|the developer'?s|all|any|every)\b[^.\n]{0,25}?\b(?:instructions|rules|guidelines|system prompt|directives|policies)\b"
             r"|\b(?:hidden|secret) (?:requirements?|instructions?|rules?|steps?|tasks?)\s*:"
             r"|\b(?:your )?(?:previous|prior|earlier|original|old) (?:instructions|rules|guidelines|prompt) (?:are|were|is|have been) (?:now )?(?:void|outdated|cancell?ed|revoked|obsolete|replaced|superseded|no longer (?:valid|in effect|apply))\b"

@@ -26,7 +26,7 @@ __all__ = ["roleplay_matches"]
 
 _ROLE = _p(
     r"(?:^|[.!:;,>\]\n]\s*|\b(?:you (?:will|must|should|shall|are to|now|can)|please|now|always)\s+)(?:act|behave|respond|answer|roleplay|role-play|pose|operate) as\b"
-    r"|\bpretend (?:that )?(?:you(?:'re| are)|to be)\b|\bassume the (?:role|persona|identity) of\b|\btake on the (?:role|persona)\b"
+    r"|\bpretend (?:that )?(?:you(?:'re| are)|to be)\b|\bplay the (?:role|part) of\b|\byou (?:have been|are|were) (?:now )?granted (?:admin|administrator|root|elevated|full|unrestricted|developer) (?:privileges|access|rights|permissions)\b|\bassume the (?:role|persona|identity) of\b|\btake on the (?:role|persona)\b"
     r"|\bfrom (?:now|here|this (?:point|moment)) on,? you\b|\byour (?:new )?role (?:is|has changed|now)\b|\byou are no longer (?:an?|bound|restricted|limited|required)\b"
     r"|\byou are (?:now )?(?:DAN|an? (?:unrestricted|unfiltered|jailbroken|uncensored))\b"
     r"|\b(?:admin|administrator|developer|debug|god|maintenance|unrestricted|root|sudo|jailbreak|unsafe)\s+mode\b[^.\n]{0,20}\b(?:enabled|activated|on|active|engaged|unlocked)\b"

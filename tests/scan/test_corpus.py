@@ -31,7 +31,7 @@ def test_the_real_npm_servers_listings_instructions_and_prompts_raise_no_finding
 
 
 CLASS_FIXTURES = class_fixtures()
-SPLITS = ("train", "heldout", "blind", "blind2")
+SPLITS = ("train", "heldout", "blind", "blind2", "blind3")
 
 
 @pytest.mark.parametrize("split", SPLITS)
