@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from agentrt_proxy.scan import RULES, Listing, scan  # noqa: E402
+from agentrt_proxy.scan import RULES, Listing, scan, tool_definition  # noqa: E402
 from tests.scan.corpus_eval import ClassFixture, class_fixtures, findings_of, fixtures, verdict  # noqa: E402
 
 
@@ -133,6 +133,13 @@ def timing() -> None:
           f"{first.stdout.strip()} ms")  # fmt: skip
     print(f"scan of 100 of the class corpus's negatives (longer texts): best {min(long_runs) * 1000:.1f} ms, "
           f"median {statistics.median(long_runs) * 1000:.1f} ms (20 runs)")  # fmt: skip
+    worst = 0.0
+    for unit in ("x.", "a-", "a@", "`a", "http://", "a tool ", "when ", "'a ", "call a_b ", "User: x\n", '{"_a": '):
+        text = unit * (40_000 // len(unit))
+        start = time.process_time()
+        scan([Listing("bench", (tool_definition({"name": "t", "description": text}),))])
+        worst = max(worst, time.process_time() - start)
+    print(f"one 40 kB description built to make patterns backtrack: at most {worst * 1000:.0f} ms of CPU time")
 
 
 if __name__ == "__main__":

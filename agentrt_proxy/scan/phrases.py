@@ -52,9 +52,9 @@ pattern = _p  # the other rule modules compile their patterns the same way
 
 _NEG = r"(?:do not|don't|dont|never|must not|mustn't|should not|shouldn't|shall not|cannot|can't|no need to)"
 _USER = r"(?:the |your |any )?(?:user|users|human|humans|operator|person|customer|client|owner|anyone|them)\b"
-_TOOLREF = r"(?:`[^`\n]{2,60}`|'[\w.\-]{3,60}'|\"[\w.\-]{3,60}\"|[a-z][\w.\-]*[_.\-][\w.\-]+|[a-z]+[A-Z]\w+)"
+_TOOLREF = r"(?:`[^`\n]{2,60}`|'[\w.\-]{3,60}'|\"[\w.\-]{3,60}\"|[a-z][a-z0-9]{0,40}(?:[_.\-][a-z0-9]{1,40}){1,6}|[a-z]{1,40}[A-Z]\w{1,60})"
 _DEST_LITERAL = (
-    r"(?:https?://[^\s)'\"`>\]]+|\b[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)+\b|\+\d[\d \-]{6,16}\d|"
+    r"(?:https?://[^\s)'\"`>\]]{1,2000}|\b[\w.+\-]{1,64}@[\w\-]{1,63}(?:\.[\w\-]{1,63}){1,8}\b|\+\d[\d \-]{6,16}\d|"
     r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b|\b0x[0-9a-fA-F]{40}\b|\b[A-Z]{2}\d{2}[A-Z0-9]{11,30}\b)"
 )
 
@@ -298,8 +298,8 @@ PHRASES: tuple[Phrase, ...] = (
         "exfil.send",
         HARD,
         _p(
-            r"!\[[^\]]{0,80}\]\(\s*https?://[^)\s]*(?:\{|\}|<|>|\$|%7B|\?[^)\s]*=)"
-            r"|https?://[^\s)'\"`]*[?&](?:data|d|q|c|p|payload|secret|key|token|content|conversation|history|msg|message|chat|info|leak|exfil)=(?:\{|<|\$|\[|%7B)"
+            r"!\[[^\]]{0,80}\]\(\s*https?://[^)\s]{0,300}(?:\{|\}|<|>|\$|%7B|\?[^)\s]*=)"
+            r"|https?://[^\s)'\"`]{0,300}[?&](?:data|d|q|c|p|payload|secret|key|token|content|conversation|history|msg|message|chat|info|leak|exfil)=(?:\{|<|\$|\[|%7B)"
         ),
     ),
     Phrase(

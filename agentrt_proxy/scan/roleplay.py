@@ -41,7 +41,7 @@ _PLACEHOLDER = re.compile(r"^\s*(?:<[^>]*>|\.\.\.|…|\{[^}]*\}|\[[^\]]*\]|[\"']
 _MODEL_ROLES = {"assistant", "ai", "model", "bot", "claude", "chatgpt", "gpt", "system"}
 
 _KEY = re.compile(
-    r"[\"']?((?:_|[\w\-]*(?:system|ai|llm|assistant|model|agent|hidden|secret|admin))[\w\-]*)[\"']?\s*[:=]\s*[\"']?([^\n\"']{0,160})",
+    r"(?<![\w\-])[\"']?((?:_|[\w\-]{0,30}(?:system|ai|llm|assistant|model|agent|hidden|secret|admin))[\w\-]{0,30})[\"']?\s*[:=]\s*[\"']?([^\n\"']{0,160})",
     re.IGNORECASE,
 )
 _KEY_IS_DIRECTIVE = _p(r"injection|override|directive|jailbreak")

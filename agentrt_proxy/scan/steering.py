@@ -30,7 +30,7 @@ __all__ = ["steering_matches"]
 
 
 # A name a sentence gives a tool: in backticks or quotes, snake_case, camelCase, or "the X tool".
-_TOOLREF = r"(?-i:`[^`\n]{2,60}`|'[\w.\-]{3,60}'|\"[\w.\-]{3,60}\"|\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b|\b[a-z]+[A-Z][A-Za-z0-9]+\b|\b(?!this\b|that\b|the\b|any\b|other\b|same\b|a\b|an\b)[\w\-]+ (?:tool|function)\b)"
+_TOOLREF = r"(?-i:`[^`\n]{2,60}`|'[\w.\-]{3,60}'|\"[\w.\-]{3,60}\"|\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b|\b[a-z]+[A-Z][A-Za-z0-9]+\b|\b(?!this\b|that\b|the\b|any\b|other\b|same\b|a\b|an\b)[\w\-]{1,40} (?:tool|function)\b)"
 TOOLREF = re.compile(_TOOLREF)
 _SELF = _p(r"^(?:this|that|the|these|it|same|current)\b")
 
@@ -82,7 +82,7 @@ _ORDER = _p(
 )
 
 # Network requests the model is told to make: an imperative or modal verb, then an address.
-_ADDRESS = r"(?:https?://[^\s)'\"`>\]]+|\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?(?:/[^\s)'\"`]*)?|\b[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)+\b)"
+_ADDRESS = r"(?:https?://[^\s)'\"`>\]]{1,2000}|\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?(?:/[^\s)'\"`]*)?|\b[\w.+\-]{1,64}@[\w\-]{1,63}(?:\.[\w\-]{1,63}){1,8}\b)"
 ADDRESS = re.compile(_ADDRESS)
 _REQUEST = _p(
     r"(?:^|[,:;(>\]]\s*|\b(?:also|please|always|then|first|and|to|must|should|shall|need to|needs to|has to|have to|you|model|assistant|agent|ai)\s+)(?:also\s+)?"
@@ -97,13 +97,13 @@ _DOCUMENTS = _p(
 _OPENS_WITH_VISIT = _p(
     r"^\W*(?:visit|open|access|ping|notify|report|submit|forward|mirror|beacon|navigate to|go to)\b(?:\s+(?:this|the following) (?:link|url|address|page))?"
 )
-_PLACEHOLDER_URL = re.compile(r"https?://[^\s)'\"`]*(?:\{[^}\s]*\}|<[^>\s]*>|=\$|=\s*$|=\[)")
+_PLACEHOLDER_URL = re.compile(r"https?://[^\s)'\"`]{0,300}(?:\{[^}\s]*\}|<[^>\s]*>|=\$|=\s*$|=\[)")
 
 # Shadowing: a sentence about other tools' behaviour.
 _OTHER_TOOLS = _p(
-    r"\b(?:any|every|all|each|other|another|whichever|whatever)\s+(?:other\s+)?(?:[\w\-]+\s+){0,2}?(?:tools?|functions?|servers?)\b"
-    r"|\b(?:when|whenever|if|should|before|after)\b[^.\n]{0,30}\ba (?:[\w\-]+ ){1,2}tool\b"
-    r"|\bthe\s+(?!other\b)(?:[\w\-]+\s+){1,3}tools\b|\b(?:[\w\-]+ ){1,2}tools\s*:"
+    r"\b(?:any|every|all|each|other|another|whichever|whatever)\s+(?:other\s+)?(?:[\w\-]{1,40}\s+){0,2}?(?:tools?|functions?|servers?)\b"
+    r"|\b(?:when|whenever|if|should|before|after)\b[^.\n]{0,30}\ba (?:[\w\-]{1,40} ){1,2}tool\b"
+    r"|\bthe\s+(?!other\b)(?:[\w\-]{1,40}\s+){1,3}tools\b|\b(?:[\w\-]{1,40} ){1,2}tools\s*:"
     r"|(?-i:`[^`\n]{2,60}`|\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b|\b[a-z]+[A-Z][A-Za-z0-9]+\b) (?:tool|function)\b"
 )
 _STEER = _p(
@@ -130,7 +130,7 @@ def _others(sentence: str, own: str, pattern: re.Pattern[str]) -> list[tuple[str
     return out
 
 
-def _redirect(sentence: str, start: int, text: str, own: str, before: str) -> Iterator[Match]:
+def _redirect(sentence: str, start: int, deprecated: bool, own: str, before: str) -> Iterator[Match]:
     targets = _others(sentence, own, TOOLREF)
     strong = _REDIRECT_STRONG.search(sentence)
     universal = bool(_UNIVERSAL.search(sentence))
@@ -142,7 +142,6 @@ def _redirect(sentence: str, start: int, text: str, own: str, before: str) -> It
     name, at, to = targets[0]
     if _DEPRECATED.search(sentence, to) and not strong:
         return  # "prefer this over read_file, which is deprecated": the other tool is the old one
-    deprecated = bool(_DEPRECATED.search(text) or _DISOWN.search(text))
     use = bool(_REDIRECT_USE.search(sentence))
     documented = _DOCUMENTS.search(ADDRESS.sub(" ", sentence))
     if (deprecated and (strong or (use and universal))) or (strong and universal and not documented):
@@ -224,10 +223,11 @@ def _shadowing(sentence: str, start: int, own: str) -> Iterator[Match]:
 def steering_matches(sentences: list[tuple[int, str]], text: str, own: str = "") -> Iterator[Match]:
     """Every redirection, dependency, network and shadowing match of ``text``, split into
     ``sentences`` (offset, sentence); ``own`` is the definition's own name."""
+    deprecated = bool(_DEPRECATED.search(text) or _DISOWN.search(text))  # once: a text of many sentences
     for index, (start, sentence) in enumerate(sentences):
         following = sentences[index + 1][1] if index + 1 < len(sentences) else ""
         before = sentences[index - 1][1] if index else ""
-        yield from _redirect(sentence, start, text, own, before)
+        yield from _redirect(sentence, start, deprecated, own, before)
         yield from _dependency(sentence, start, following, own)
         yield from _network(sentence, start)
         yield from _shadowing(sentence, start, own)
