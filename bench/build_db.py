@@ -29,8 +29,10 @@ import sys
 import time
 
 BATCH = 50_000
-LIMITS = ('{"max_steps":3,"max_consecutive_tool_failures":3,"loop_threshold":3,'
-          '"approval_ttl":86400000000000,"grant_ttl":86400000000000}')
+LIMITS = (
+    '{"max_steps":3,"max_consecutive_tool_failures":3,"loop_threshold":3,'
+    '"approval_ttl":86400000000000,"grant_ttl":86400000000000}'
+)
 
 
 def fmt(ns: int) -> str:
@@ -121,27 +123,66 @@ def main(argv: list[str]) -> int:
             summary = f"up/{tool[3:]}: {len(content)} bytes"
             decision = f'{{"kind":"tool_call","tool":"{tool}","args":{args},"origin":"model"}}'
             policy = f'{{"outcome":"allow","reason":"{reason}"}}'
-            observation = (f'{{"kind":"tool_result","content":{content},"summary":"{summary}","content_hash":"{chash}"}}')
-            runs.append((run_id, f"call {tool}", "COMPLETED", "goal_completed", "", LIMITS, 1, at0, at0, at3,
-                         content, 0, 0, 0, 0, 0, 2, "", ""))
-            steps.append((step_id, run_id, 0, "done", decision, policy, observation, chash, at2, at3,
-                          specs[tool], policy_id))
-            record = (f'{{"claimed_at":{t},"id":{call_id + 1},"request_key":"{key}","session":"{session}",'
-                      f'"side_effect":"{side}","tool":"{tool}"}}')  # the index row, as store.call_record has it
+            observation = f'{{"kind":"tool_result","content":{content},"summary":"{summary}","content_hash":"{chash}"}}'
+            runs.append(
+                (
+                    run_id,
+                    f"call {tool}",
+                    "COMPLETED",
+                    "goal_completed",
+                    "",
+                    LIMITS,
+                    1,
+                    at0,
+                    at0,
+                    at3,
+                    content,
+                    0,
+                    0,
+                    0,
+                    0,
+                    0,
+                    2,
+                    "",
+                    "",
+                )
+            )
+            steps.append(
+                (step_id, run_id, 0, "done", decision, policy, observation, chash, at2, at3, specs[tool], policy_id)
+            )
+            record = (
+                f'{{"claimed_at":{t},"id":{call_id + 1},"request_key":"{key}","session":"{session}",'
+                f'"side_effect":"{side}","tool":"{tool}"}}'
+            )  # the index row, as store.call_record has it
             for step, at, type_, payload in (
-                ("", at0, "run.created",
-                 f'{{"call":{record},"goal":"call {tool}","limits":{LIMITS},"tools":{tools_json}}}'),
+                (
+                    "",
+                    at0,
+                    "run.created",
+                    f'{{"call":{record},"goal":"call {tool}","limits":{LIMITS},"tools":{tools_json}}}',
+                ),
                 ("", at0, "run.started", "{}"),
                 (step_id, at1, "step.started", '{"index":0}'),
-                (step_id, at1, "step.decided",
-                 f'{{"args":{args},"kind":"tool_call","origin":"model","tool":"{tool}"}}'),
-                (step_id, at1, "step.policy",
-                 f'{{"outcome":"allow","policy_id":"{policy_id}","reason":"{reason}","spec_hash":"{specs[tool]}"}}'),
+                (
+                    step_id,
+                    at1,
+                    "step.decided",
+                    f'{{"args":{args},"kind":"tool_call","origin":"model","tool":"{tool}"}}',
+                ),
+                (
+                    step_id,
+                    at1,
+                    "step.policy",
+                    f'{{"outcome":"allow","policy_id":"{policy_id}","reason":"{reason}","spec_hash":"{specs[tool]}"}}',
+                ),
                 (step_id, at2, "step.tool_started", f'{{"args":{args},"tool":"{tool}"}}'),
-                (step_id, at3, "step.tool_finished",
-                 f'{{"content_hash":"{chash}","duration_ms":2,"summary":"{summary}","tool":"{tool}"}}'),
-                ("", at3, "run.finished",
-                 '{"detail":"","reason":"goal_completed","status":"COMPLETED","steps":1}'),
+                (
+                    step_id,
+                    at3,
+                    "step.tool_finished",
+                    f'{{"content_hash":"{chash}","duration_ms":2,"summary":"{summary}","tool":"{tool}"}}',
+                ),
+                ("", at3, "run.finished", '{"detail":"","reason":"goal_completed","status":"COMPLETED","steps":1}'),
             ):
                 seq += 1
                 prev_hash = chain_hash(prev_hash, seq, run_id, step, at, type_, payload)
@@ -158,19 +199,29 @@ def main(argv: list[str]) -> int:
             position[call_id] = len(calls)
             calls.append((call_id, session, key, tool, side, run_id, t, 1, 0, t + 6_000_000, 2))
         conn.execute("BEGIN")
-        conn.executemany("INSERT INTO runs (id, goal, status, reason, reason_detail, limits_json, step_count, "
-                         "created_at, started_at, finished_at, result_json, model_calls, input_tokens, "
-                         "output_tokens, cached_input_tokens, estimated_cost_micros, active_ms, lease_owner, "
-                         "lease_expires_at) VALUES (" + ",".join("?" * 19) + ")", runs)
-        conn.executemany("INSERT INTO steps (id, run_id, idx, status, decision_json, policy_json, "
-                         "observation_json, observation_hash, started_at, finished_at, spec_hash, policy_id) "
-                         "VALUES (" + ",".join("?" * 12) + ")", steps)
-        conn.executemany("INSERT INTO events (seq, run_id, step_id, at, type, payload_json, hash) "
-                         "VALUES (?, ?, ?, ?, ?, ?, ?)", events)
+        conn.executemany(
+            "INSERT INTO runs (id, goal, status, reason, reason_detail, limits_json, step_count, "
+            "created_at, started_at, finished_at, result_json, model_calls, input_tokens, "
+            "output_tokens, cached_input_tokens, estimated_cost_micros, active_ms, lease_owner, "
+            "lease_expires_at) VALUES (" + ",".join("?" * 19) + ")",
+            runs,
+        )
+        conn.executemany(
+            "INSERT INTO steps (id, run_id, idx, status, decision_json, policy_json, "
+            "observation_json, observation_hash, started_at, finished_at, spec_hash, policy_id) "
+            "VALUES (" + ",".join("?" * 12) + ")",
+            steps,
+        )
+        conn.executemany(
+            "INSERT INTO events (seq, run_id, step_id, at, type, payload_json, hash) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            events,
+        )
         conn.executemany("UPDATE proxy_calls SET open = 0, closed_at = ? WHERE id = ?", closes)
-        conn.executemany("INSERT INTO proxy_calls (id, session, request_key, tool, side_effect, run_id, "
-                         "created_at, open, closed_at, settled_at, outcome) VALUES (" + ",".join("?" * 11) + ")",
-                         calls)
+        conn.executemany(
+            "INSERT INTO proxy_calls (id, session, request_key, tool, side_effect, run_id, "
+            "created_at, open, closed_at, settled_at, outcome) VALUES (" + ",".join("?" * 11) + ")",
+            calls,
+        )
         conn.execute("COMMIT")
         done += batch
         print(f"  {done:,} calls ({time.monotonic() - t0:.0f} s)", file=sys.stderr, flush=True)

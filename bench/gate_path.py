@@ -96,8 +96,7 @@ def main(argv: list[str]) -> int:
             upstream = tool.upstream
             assert upstream is not None
 
-            async def answer(name: str, arguments_text: str | None, timeout_ns: int | None,
-                             **_: Any) -> Result:
+            async def answer(name: str, arguments_text: str | None, timeout_ns: int | None, **_: Any) -> Result:
                 return Result("ok", "ok", f"up/{name}: 2 bytes", False, False)
 
             upstream.call_tool = answer  # type: ignore[method-assign]
@@ -115,8 +114,7 @@ def main(argv: list[str]) -> int:
                 if thrash:
                     thrash[::64] = bytes(len(thrash[::64]))  # touch every cache line
                 ctx = CallContext(i, None, {}, "2025-06-18")
-                text = f'{{"text":"{nonce} {i}"}}' if tool_name == "up_echo" else \
-                    f'{{"to":"{nonce}","cents":{i + 1}}}'
+                text = f'{{"text":"{nonce} {i}"}}' if tool_name == "up_echo" else f'{{"to":"{nonce}","cents":{i + 1}}}'
                 if i == int(opts.get("-warmup", 200)) and profile is not None:
                     profile.enable()
                 sql_ns[0] = commit_ns[0] = 0
@@ -143,8 +141,10 @@ def main(argv: list[str]) -> int:
         print(f"{tool_name}: {calls} calls  p50 {pct(0.5):.3f} ms  p90 {pct(0.9):.3f}  p99 {pct(0.99):.3f}")
         if timed:
             s, c = statistics.median(sql) / 1e6, statistics.median(commits) / 1e6
-            print(f"  of p50: SQLite {s:.3f} ms (the 2 COMMITs {c:.3f} ms, the other statements {s - c:.3f} ms), "
-                  f"Python {total - s:.3f} ms")
+            print(
+                f"  of p50: SQLite {s:.3f} ms (the 2 COMMITs {c:.3f} ms, the other statements {s - c:.3f} ms), "
+                f"Python {total - s:.3f} ms"
+            )
 
     anyio.run(go)
     return 0

@@ -57,8 +57,13 @@ def pct(values: list[float], q: float) -> float:
 
 
 def summary(values: list[float]) -> dict[str, float]:
-    return {"n": len(values), "p50": pct(values, 50), "p90": pct(values, 90), "p99": pct(values, 99),
-            "mean": statistics.fmean(values) if values else float("nan")}
+    return {
+        "n": len(values),
+        "p50": pct(values, 50),
+        "p90": pct(values, 90),
+        "p99": pct(values, 99),
+        "mean": statistics.fmean(values) if values else float("nan"),
+    }
 
 
 def log(msg: str) -> None:
@@ -94,8 +99,7 @@ def built_and_fresh(args: argparse.Namespace, part: str) -> tuple[Path, Path]:
     pyz = WORK / "agentrt-proxy.pyz"
     if not args.no_build:
         log("building the .pyz ...")
-        subprocess.run([PY, str(REPO / "build_zipapp.py"), "--output", str(pyz)], check=True,
-                       stdout=subprocess.DEVNULL)
+        subprocess.run([PY, str(REPO / "build_zipapp.py"), "--output", str(pyz)], check=True, stdout=subprocess.DEVNULL)
     run = WORK / part
     if run.exists():
         shutil.rmtree(run)
@@ -111,8 +115,9 @@ def setup(args: argparse.Namespace) -> dict[str, Any]:
     big_db = WORK / f"big-{args.rows}.db"
     big = write_config(run / "big", str(big_db))
     log("pinning the upstream ...")
-    subprocess.run([PY, str(pyz), "pin", "-config", str(empty)], check=True, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL)
+    subprocess.run(
+        [PY, str(pyz), "pin", "-config", str(empty)], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     for other in (counting, delayed, big, passthrough):
         shutil.copy(empty.parent / "up.manifest.json", other.parent / "up.manifest.json")
     if big_db.exists() and not args.rebuild_db and not time_ordered_ids(big_db):
@@ -121,13 +126,22 @@ def setup(args: argparse.Namespace) -> dict[str, Any]:
     if not big_db.exists() or args.rebuild_db:
         log(f"building the database with {args.rows:,} prior calls (once; kept in {big_db}) ...")
         t = time.monotonic()
-        subprocess.run([VENV_PY, str(BENCH / "build_db.py"), str(pyz), str(big_db), "-calls", str(args.rows)],
-                       check=True)
+        subprocess.run(
+            [VENV_PY, str(BENCH / "build_db.py"), str(pyz), str(big_db), "-calls", str(args.rows)], check=True
+        )
         log(f"  built in {time.monotonic() - t:.0f} s")
     with sqlite3.connect(f"file:{big_db}?mode=ro", uri=True) as c:
         prior = c.execute("SELECT count(*) FROM proxy_calls").fetchone()[0]
-    return {"pyz": pyz, "empty": empty, "counting": counting, "delayed": delayed, "big": big, "big_db": big_db,
-            "passthrough": passthrough, "prior_calls": prior}
+    return {
+        "pyz": pyz,
+        "empty": empty,
+        "counting": counting,
+        "delayed": delayed,
+        "big": big,
+        "big_db": big_db,
+        "passthrough": passthrough,
+        "prior_calls": prior,
+    }
 
 
 def time_ordered_ids(db: Path) -> bool:
@@ -185,8 +199,15 @@ def chain_command(chain: str, cfg: dict[str, Any], *, delay: bool = False) -> tu
         return [PY, str(BENCH / "passthrough.py"), str(cfg["pyz"]), "serve", "-config", str(cfg["passthrough"])], env
     config = cfg["delayed"] if delay else cfg[{"agentrt": "empty", "agentrt-1M": "big", "counting": "counting"}[chain]]
     if chain == "counting":
-        return [PY, str(BENCH / "count_commits.py"), str(cfg["pyz"]), str(cfg["commit_log"]), "serve", "-config",
-                str(config)], env
+        return [
+            PY,
+            str(BENCH / "count_commits.py"),
+            str(cfg["pyz"]),
+            str(cfg["commit_log"]),
+            "serve",
+            "-config",
+            str(config),
+        ], env
     return [PY, str(cfg["pyz"]), "serve", "-config", str(config)], env
 
 
@@ -195,8 +216,10 @@ def chain_command(chain: str, cfg: dict[str, Any], *, delay: bool = False) -> tu
 
 def cold_start_once(cmd: list[str], env: dict[str, str], timeout: float = 60.0) -> tuple[float, float]:
     """Process launch → ``initialize`` answered, and → ``tools/list`` answered (ms)."""
-    init = ('{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",'
-            '"capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}\n')
+    init = (
+        '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25",'
+        '"capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}\n'
+    )
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
     assert proc.stdin and proc.stdout
@@ -213,8 +236,10 @@ def cold_start_once(cmd: list[str], env: dict[str, str], timeout: float = 60.0) 
             msg = json.loads(line)
             if msg.get("id") == 1:
                 t_init = (time.perf_counter() - t0) * 1000
-                proc.stdin.write(b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n'
-                                 b'{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}\n')
+                proc.stdin.write(
+                    b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n'
+                    b'{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}\n'
+                )
                 proc.stdin.flush()
                 sent_list = True
             elif msg.get("id") == 2 and sent_list:
@@ -257,7 +282,7 @@ def cold_starts(cfg: dict[str, Any], rounds: int) -> dict[str, Any]:
         cold_name(c, cfg["delay"] if d else None): {"initialize": [], "tools_list": []} for c, d in variants
     }
     for r in range(rounds):
-        order = variants[r % len(variants):] + variants[: r % len(variants)]
+        order = variants[r % len(variants) :] + variants[: r % len(variants)]
         for chain, delay in order:
             cmd, env = chain_command(chain, cfg, delay=delay)
             # A pause first: the previous start's children (fastmcp's upstream) may still be
@@ -268,8 +293,9 @@ def cold_starts(cfg: dict[str, Any], rounds: int) -> dict[str, Any]:
             s["initialize"].append(t_init)
             s["tools_list"].append(t_list)
         log(f"  cold start round {r + 1}/{rounds}")
-    return {name: {k: {**quartiles(v), "min": min(v), "samples": v} for k, v in s.items()}
-            for name, s in samples.items()}
+    return {
+        name: {k: {**quartiles(v), "min": min(v), "samples": v} for k, v in s.items()} for name, s in samples.items()
+    }
 
 
 def cold_gaps(cs: dict[str, Any], delay: float) -> dict[str, Any]:
@@ -287,18 +313,26 @@ def cold_gaps(cs: dict[str, Any], delay: float) -> dict[str, Any]:
 def cold_report(res: dict[str, Any]) -> list[str]:
     cs, gaps = res["cold_start_ms"], res["cold_gaps_ms"]
     rounds = len(cs["direct"]["initialize"]["samples"])
-    lines = [f"## Cold start (ms; process launch → answered; raw stdio client; {rounds} interleaved rounds, "
-             "median and p25–p75)", "",
-             "| chain | → `initialize` | p25–p75 | → `tools/list` | p25–p75 |",
-             "| --- | --- | --- | --- | --- |"]
+    lines = [
+        f"## Cold start (ms; process launch → answered; raw stdio client; {rounds} interleaved rounds, "
+        "median and p25–p75)",
+        "",
+        "| chain | → `initialize` | p25–p75 | → `tools/list` | p25–p75 |",
+        "| --- | --- | --- | --- | --- |",
+    ]
     for name, v in cs.items():
         i, t = v["initialize"], v["tools_list"]
-        lines.append(f"| {name} | {fmt_ms(i['median'])} | {fmt_ms(i['p25'])}–{fmt_ms(i['p75'])} | "
-                     f"{fmt_ms(t['median'])} | {fmt_ms(t['p25'])}–{fmt_ms(t['p75'])} |")
+        lines.append(
+            f"| {name} | {fmt_ms(i['median'])} | {fmt_ms(i['p25'])}–{fmt_ms(i['p75'])} | "
+            f"{fmt_ms(t['median'])} | {fmt_ms(t['p25'])}–{fmt_ms(t['p75'])} |"
+        )
     g, gl = gaps["on time"], gaps["late"]
-    lines += ["", f"`tools/list` over the upstream's own start, per round (agentrt − direct of the same round): "
-                  f"median {g['median']:+.0f} ms, p25–p75 {g['p25']:+.0f}…{g['p75']:+.0f}; with the upstream "
-                  f"+{res['delay_s']:g}s late: {gl['median']:+.0f} ms, {gl['p25']:+.0f}…{gl['p75']:+.0f}"]
+    lines += [
+        "",
+        f"`tools/list` over the upstream's own start, per round (agentrt − direct of the same round): "
+        f"median {g['median']:+.0f} ms, p25–p75 {g['p25']:+.0f}…{g['p75']:+.0f}; with the upstream "
+        f"+{res['delay_s']:g}s late: {gl['median']:+.0f} ms, {gl['p25']:+.0f}…{gl['p75']:+.0f}",
+    ]
     return lines
 
 
@@ -310,14 +344,22 @@ def cold_targets(res: dict[str, Any]) -> list[dict[str, Any]]:
     g, gl = gaps["on time"], gaps["late"]
     return [
         {"target": "cold start → initialize < 150 ms", "measured": f"{init_a:.0f} ms", "met": init_a < 150},
-        {"target": "cold start → initialize ≤ 0.1 × fastmcp's",
-         "measured": f"{init_a:.0f} / {init_f:.0f} ms = {init_a / init_f:.3f}×", "met": init_a <= 0.1 * init_f},
-        {"target": "initialize with the upstream not up yet < 150 ms", "measured": f"{init_d:.0f} ms",
-         "met": init_d < 150},
-        {"target": "tools/list ≤ upstream's own start + 100 ms (median of per-round agentrt − direct)",
-         "measured": f"{g['median']:+.0f} ms (p25–p75 {g['p25']:+.0f}…{g['p75']:+.0f}); upstream "
-                     f"+{res['delay_s']:g}s: {gl['median']:+.0f} ms ({gl['p25']:+.0f}…{gl['p75']:+.0f})",
-         "met": g["median"] <= 100 and gl["median"] <= 100},
+        {
+            "target": "cold start → initialize ≤ 0.1 × fastmcp's",
+            "measured": f"{init_a:.0f} / {init_f:.0f} ms = {init_a / init_f:.3f}×",
+            "met": init_a <= 0.1 * init_f,
+        },
+        {
+            "target": "initialize with the upstream not up yet < 150 ms",
+            "measured": f"{init_d:.0f} ms",
+            "met": init_d < 150,
+        },
+        {
+            "target": "tools/list ≤ upstream's own start + 100 ms (median of per-round agentrt − direct)",
+            "measured": f"{g['median']:+.0f} ms (p25–p75 {g['p25']:+.0f}…{g['p75']:+.0f}); upstream "
+            f"+{res['delay_s']:g}s: {gl['median']:+.0f} ms ({gl['p25']:+.0f}…{gl['p75']:+.0f})",
+            "met": g["median"] <= 100 and gl["median"] <= 100,
+        },
     ]
 
 
@@ -326,8 +368,9 @@ def cold_setup(args: argparse.Namespace) -> dict[str, Any]:
     pyz, run = built_and_fresh(args, "cold")
     empty = write_config(run / "empty", "runs.db")
     delayed = write_config(run / "delayed", "runs.db", delay=args.delay)
-    subprocess.run([PY, str(pyz), "pin", "-config", str(empty)], check=True, stdout=subprocess.DEVNULL,
-                   stderr=subprocess.DEVNULL)
+    subprocess.run(
+        [PY, str(pyz), "pin", "-config", str(empty)], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     shutil.copy(empty.parent / "up.manifest.json", delayed.parent / "up.manifest.json")
     return {"pyz": pyz, "empty": empty, "delayed": delayed, "delay": args.delay}
 
@@ -402,8 +445,9 @@ async def open_chain(stack: Any, name: str, cfg: dict[str, Any], errlog: Any) ->
     return Chain(name, session, tools)
 
 
-async def interleaved(chains: list[Chain], n: int, make_args: Any, tool: str,
-                      check: Any = None) -> dict[str, list[float]]:
+async def interleaved(
+    chains: list[Chain], n: int, make_args: Any, tool: str, check: Any = None
+) -> dict[str, list[float]]:
     out: dict[str, list[float]] = {c.name: [] for c in chains}
     for i in range(n):
         k = i % len(chains)
@@ -460,11 +504,11 @@ async def sessions(cfg: dict[str, Any], args: argparse.Namespace) -> dict[str, A
         await interleaved(chains, 5, lambda c, i: {"to": f"warm-{nonce}-{c}-{i}", "cents": 1}, "pay", ok)
 
         log(f"  read-only echo x{args.calls} ...")
-        lat = {"echo": await interleaved(chains, args.calls, lambda c, i: {"text": f"hello {nonce} {i}"}, "echo",
-                                         ok)}
+        lat = {"echo": await interleaved(chains, args.calls, lambda c, i: {"text": f"hello {nonce} {i}"}, "echo", ok)}
         log(f"  mutating pay x{args.calls} ...")
-        lat["pay"] = await interleaved(chains, args.calls,
-                                       lambda c, i: {"to": f"acct-{nonce}-{c}-{i}", "cents": 100 + i}, "pay", ok)
+        lat["pay"] = await interleaved(
+            chains, args.calls, lambda c, i: {"to": f"acct-{nonce}-{c}-{i}", "cents": 100 + i}, "pay", ok
+        )
 
         # DUPLICATE: one identical pay made once, then repeated. Only the gate refuses it; the
         # direct and fastmcp paths execute it again (shown for reference).
@@ -476,8 +520,9 @@ async def sessions(cfg: dict[str, Any], args: argparse.Namespace) -> dict[str, A
                 raise RuntimeError(f"{name}: expected DUPLICATE, got {text_of(result)[:200]}")
 
         log(f"  DUPLICATE pay x{args.calls} ...")
-        lat["duplicate"] = await interleaved(chains, args.calls, lambda c, i: {"to": f"dup-{nonce}-{c}", "cents": 1},
-                                             "pay", refused)
+        lat["duplicate"] = await interleaved(
+            chains, args.calls, lambda c, i: {"to": f"dup-{nonce}-{c}", "cents": 1}, "pay", refused
+        )
         out["latency_ms"] = {kind: {name: summary(v) for name, v in per.items()} for kind, per in lat.items()}
 
         log(f"  throughput, {args.concurrency} in flight ...")
@@ -485,17 +530,30 @@ async def sessions(cfg: dict[str, Any], args: argparse.Namespace) -> dict[str, A
         for r in range(3):
             k = r % len(chains)
             for c in chains[k:] + chains[:k]:
-                tput["echo"].setdefault(c.name, []).append(await throughput(
-                    c, "echo", args.tput_calls, args.concurrency, lambda n, i: {"text": f"t{nonce}-{r}-{i}"}))
-                tput["pay"].setdefault(c.name, []).append(await throughput(
-                    c, "pay", args.tput_calls, args.concurrency,
-                    lambda n, i: {"to": f"tp-{nonce}-{n}-{r}-{i}", "cents": 7}))
-        out["throughput_calls_per_s"] = {kind: {n: statistics.median(v) for n, v in per.items()}
-                                         for kind, per in tput.items()}
+                tput["echo"].setdefault(c.name, []).append(
+                    await throughput(
+                        c, "echo", args.tput_calls, args.concurrency, lambda n, i: {"text": f"t{nonce}-{r}-{i}"}
+                    )
+                )
+                tput["pay"].setdefault(c.name, []).append(
+                    await throughput(
+                        c,
+                        "pay",
+                        args.tput_calls,
+                        args.concurrency,
+                        lambda n, i: {"to": f"tp-{nonce}-{n}-{r}-{i}", "cents": 7},
+                    )
+                )
+        out["throughput_calls_per_s"] = {
+            kind: {n: statistics.median(v) for n, v in per.items()} for kind, per in tput.items()
+        }
 
         rss = {}
-        for label, part in (("agentrt", str(cfg["empty"])), ("agentrt-1M", str(cfg["big"])),
-                            ("fastmcp", "fastmcp_proxy.py")):
+        for label, part in (
+            ("agentrt", str(cfg["empty"])),
+            ("agentrt-1M", str(cfg["big"])),
+            ("fastmcp", "fastmcp_proxy.py"),
+        ):
             pids = children_pids(part)
             if pids:
                 rss[label] = {"peak_rss_mb": vm(pids[0], "VmHWM"), "rss_now_mb": vm(pids[0], "VmRSS")}
@@ -517,8 +575,10 @@ async def cold_scale(cfg: dict[str, Any], args: argparse.Namespace) -> dict[str,
     lat: dict[str, dict[str, list[float]]] = {"echo": {}, "pay": {}}
     async with AsyncExitStack() as stack:
         chains = [await open_chain(stack, name, cfg, errlog) for name in ("agentrt", "agentrt-1M")]
-        makers = {"echo": lambda c, i: {"text": f"cold {nonce} {i}"},
-                  "pay": lambda c, i: {"to": f"cold-{nonce}-{c}-{i}", "cents": 100 + i}}
+        makers = {
+            "echo": lambda c, i: {"text": f"cold {nonce} {i}"},
+            "pay": lambda c, i: {"to": f"cold-{nonce}-{c}-{i}", "cents": 100 + i},
+        }
         for i in range(args.cold_calls):
             for kind, make in makers.items():
                 k = (i + (kind == "pay")) % len(chains)
@@ -528,8 +588,10 @@ async def cold_scale(cfg: dict[str, Any], args: argparse.Namespace) -> dict[str,
                         raise RuntimeError(f"{c.name}: {text_of(result)[:300]}")
                     lat[kind].setdefault(c.name, []).append(ms)
     errlog.close()
-    return {kind: {name: {"first": summary(v[:COLD_FIRST]), "rest": summary(v[COLD_FIRST:])}
-                   for name, v in per.items()} for kind, per in lat.items()}
+    return {
+        kind: {name: {"first": summary(v[:COLD_FIRST]), "rest": summary(v[COLD_FIRST:])} for name, v in per.items()}
+        for kind, per in lat.items()
+    }
 
 
 # ----------------------------------------------------------------------------- commits per call
@@ -556,9 +618,11 @@ async def commits(cfg: dict[str, Any], n: int = 20) -> dict[str, Any]:
         await anyio.sleep(0.2)
         sql_log = Path(str(logp) + ".sql")
         out["sql_offset"] = len(sql_log.read_text().splitlines())  # the call path starts here
-        for kind, make in (("echo", lambda i: ("echo", {"text": f"c{i}"})),
-                           ("pay", lambda i: ("pay", {"to": f"c{i}", "cents": i + 1})),
-                           ("duplicate", lambda i: ("pay", {"to": "dup", "cents": 1}))):
+        for kind, make in (
+            ("echo", lambda i: ("echo", {"text": f"c{i}"})),
+            ("pay", lambda i: ("pay", {"to": f"c{i}", "cents": i + 1})),
+            ("duplicate", lambda i: ("pay", {"to": "dup", "cents": 1})),
+        ):
             await anyio.sleep(0.2)
             before = len(lines())
             last_before = before
@@ -568,8 +632,7 @@ async def commits(cfg: dict[str, Any], n: int = 20) -> dict[str, Any]:
                 await chain.call(tool, a)
             await anyio.sleep(0.2)
             all_lines = lines()
-            out[kind] = {"commits_per_call": (len(all_lines) - before) / n,
-                         "one_call": all_lines[last_before:]}
+            out[kind] = {"commits_per_call": (len(all_lines) - before) / n, "one_call": all_lines[last_before:]}
     return out
 
 
@@ -580,7 +643,7 @@ def query_plans(cfg: dict[str, Any]) -> list[dict[str, Any]]:
 
     sql_path = Path(str(cfg["commit_log"]) + ".sql")
     seen: dict[str, str] = {}
-    for line in sql_path.read_text().splitlines()[cfg.get("sql_offset", 0):]:
+    for line in sql_path.read_text().splitlines()[cfg.get("sql_offset", 0) :]:
         stmt = json.loads(line)
         head = stmt.lstrip().upper()
         if head.startswith(("BEGIN", "COMMIT", "ROLLBACK", "PRAGMA", "CREATE", "END")):
@@ -648,14 +711,19 @@ def report(res: dict[str, Any]) -> str:
     L.append("")
     L.append(f"## Per-call latency (ms; SDK client, legacy; {res['args']['calls']} calls each, interleaved)")
     L.append("")
-    L.append("`passthrough` is the same .pyz with its gate taken out (`passthrough.py`: each call forwarded, nothing "
-             "recorded): what the proxy's wire alone adds.")
+    L.append(
+        "`passthrough` is the same .pyz with its gate taken out (`passthrough.py`: each call forwarded, nothing "
+        "recorded): what the proxy's wire alone adds."
+    )
     L.append("")
     L.append("| call | chain | p50 | p90 | p99 | added p50 vs direct |")
     L.append("| --- | --- | --- | --- | --- | --- |")
     for kind in ("echo", "pay", "duplicate"):
-        label = {"echo": "read-only `echo`", "pay": "mutating `pay`",
-                 "duplicate": "DUPLICATE `pay` (refused by agentrt; executed again by the others)"}[kind]
+        label = {
+            "echo": "read-only `echo`",
+            "pay": "mutating `pay`",
+            "duplicate": "DUPLICATE `pay` (refused by agentrt; executed again by the others)",
+        }[kind]
         base = lat[kind]["direct"]["p50"]
         for name in ("direct", "passthrough", "agentrt", "fastmcp", "agentrt-1M"):
             if name not in lat[kind]:
@@ -666,8 +734,7 @@ def report(res: dict[str, Any]) -> str:
     L.append("")
     L.extend(scale_report(res))
     L.append("")
-    L.append(f"## Throughput ({res['args']['concurrency']} calls in flight, different arguments; calls/s, "
-             "median of 3)")
+    L.append(f"## Throughput ({res['args']['concurrency']} calls in flight, different arguments; calls/s, median of 3)")
     L.append("")
     L.append("| call | " + " | ".join(res["throughput_calls_per_s"]["echo"].keys()) + " |")
     L.append("| --- |" + " --- |" * len(res["throughput_calls_per_s"]["echo"]))
@@ -679,8 +746,9 @@ def report(res: dict[str, Any]) -> str:
     for name, v in res["rss"].items():
         L.append(f"- peak RSS of the {name} proxy process: {v['peak_rss_mb']:.1f} MB (now {v['rss_now_mb']:.1f} MB)")
     f = res["sqlite_floor_ms"]
-    L.append(f"- one durable SQLite commit (WAL + synchronous=FULL, 1 row): p50 {f['p50']:.3f} ms, "
-             f"p99 {f['p99']:.3f} ms")
+    L.append(
+        f"- one durable SQLite commit (WAL + synchronous=FULL, 1 row): p50 {f['p50']:.3f} ms, p99 {f['p99']:.3f} ms"
+    )
     for kind, v in res["commits"].items():
         L.append(f"- commits per {kind} call: {v['commits_per_call']:.2f}")
     L.append(f"- prior calls in the large database: {res['prior_calls']:,}")
@@ -717,15 +785,22 @@ def scale_report(res: dict[str, Any]) -> list[str]:
     lat, cold, n = res["latency_ms"], res["scale_cold_ms"], res["args"]["cold_calls"]
     ratios = scale_ratios(res)
     first, rest = f"cold, calls 1–{COLD_FIRST}", f"cold, calls {COLD_FIRST + 1}–{n}"
-    L = [f"## Scale: {res['prior_calls']:,} prior calls, warm and cold (p50 ms)", "",
-         f"Warm: the database file read through once before the session ({res['warm_read_s']:.0f} s); the "
-         "session above. Cold: its pages evicted from the OS cache (`posix_fadvise` DONTNEED, the file and its "
-         f"WAL) before a new session on it, interleaved with a new session on the empty database, {n} calls of "
-         "each kind alternating.", "",
-         "| call | database pages | empty | 1M | 1M / empty |", "| --- | --- | --- | --- | --- |"]
+    L = [
+        f"## Scale: {res['prior_calls']:,} prior calls, warm and cold (p50 ms)",
+        "",
+        f"Warm: the database file read through once before the session ({res['warm_read_s']:.0f} s); the "
+        "session above. Cold: its pages evicted from the OS cache (`posix_fadvise` DONTNEED, the file and its "
+        f"WAL) before a new session on it, interleaved with a new session on the empty database, {n} calls of "
+        "each kind alternating.",
+        "",
+        "| call | database pages | empty | 1M | 1M / empty |",
+        "| --- | --- | --- | --- | --- |",
+    ]
     for kind, label in (("echo", "read-only `echo`"), ("pay", "mutating `pay`")):
-        L.append(f"| {label} | warm | {lat[kind]['agentrt']['p50']:.2f} | {lat[kind]['agentrt-1M']['p50']:.2f} | "
-                 f"{ratios['warm'][kind]:.2f}× |")
+        L.append(
+            f"| {label} | warm | {lat[kind]['agentrt']['p50']:.2f} | {lat[kind]['agentrt-1M']['p50']:.2f} | "
+            f"{ratios['warm'][kind]:.2f}× |"
+        )
         for part, phase in (("first", first), ("rest", rest)):
             empty, big = cold[kind]["agentrt"][part]["p50"], cold[kind]["agentrt-1M"][part]["p50"]
             L.append(f"| {label} | {phase} | {empty:.2f} | {big:.2f} | {ratios['cold_' + part][kind]:.2f}× |")
@@ -741,19 +816,28 @@ def targets(res: dict[str, Any]) -> list[dict[str, Any]]:
     ratios = scale_ratios(res)
     scale = ratios["warm"]
     cold = "; cold, calls 1–{}: {}; then: {}".format(
-        COLD_FIRST, ", ".join(f"{k} {v:.2f}×" for k, v in ratios["cold_first"].items()),
-        ", ".join(f"{k} {v:.2f}×" for k, v in ratios["cold_rest"].items()))
+        COLD_FIRST,
+        ", ".join(f"{k} {v:.2f}×" for k, v in ratios["cold_first"].items()),
+        ", ".join(f"{k} {v:.2f}×" for k, v in ratios["cold_rest"].items()),
+    )
     rss = max(v["peak_rss_mb"] for k, v in res["rss"].items() if k.startswith("agentrt"))
     return [
-        {"target": "read-only added p50 ≤ 0.5 × fastmcp's added p50",
-         "measured": f"+{added_a:.2f} ms vs +{added_f:.2f} ms = {added_a / added_f:.2f}×" + (
-             f" (the wire, gate bypassed: +{floor:.2f} ms; the gate: +{added_a - floor:.2f} ms)"
-             if floor is not None else ""),
-         "met": added_a <= 0.5 * added_f},
+        {
+            "target": "read-only added p50 ≤ 0.5 × fastmcp's added p50",
+            "measured": f"+{added_a:.2f} ms vs +{added_f:.2f} ms = {added_a / added_f:.2f}×"
+            + (
+                f" (the wire, gate bypassed: +{floor:.2f} ms; the gate: +{added_a - floor:.2f} ms)"
+                if floor is not None
+                else ""
+            ),
+            "met": added_a <= 0.5 * added_f,
+        },
         *cold_targets(res),
-        {"target": "p50 with 1,000,000 calls ≤ 1.2 × empty (judged warm)",
-         "measured": "warm: " + ", ".join(f"{k} {v:.2f}×" for k, v in scale.items()) + cold,
-         "met": all(v <= 1.2 for v in scale.values())},
+        {
+            "target": "p50 with 1,000,000 calls ≤ 1.2 × empty (judged warm)",
+            "measured": "warm: " + ", ".join(f"{k} {v:.2f}×" for k, v in scale.items()) + cold,
+            "met": all(v <= 1.2 for v in scale.values()),
+        },
         {"target": "peak RSS < 40 MB", "measured": f"{rss:.1f} MB", "met": rss < 40},
     ]
 
@@ -769,8 +853,10 @@ def main() -> int:
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--cold-calls", type=int, default=200, help="calls of each kind on the large database cold")
     ap.add_argument("--delay", type=float, default=1.0, help="the slow upstream's start delay (s)")
-    ap.add_argument("--json", help="where the raw samples go (default bench/results.json; "
-                                   "with --only cold, bench/results-cold.json)")
+    ap.add_argument(
+        "--json",
+        help="where the raw samples go (default bench/results.json; with --only cold, bench/results-cold.json)",
+    )
     ap.add_argument("--no-build", action="store_true")
     ap.add_argument("--rebuild-db", action="store_true")
     ap.add_argument("--quick", action="store_true", help="smoke run: 60 calls, 3 cold starts, 20,000 rows")
@@ -811,12 +897,17 @@ def main() -> int:
 def run_header(args: argparse.Namespace) -> dict[str, Any]:
     return {
         "date": time.strftime("%Y-%m-%d %H:%M:%S %Z"),
-        "machine": {"platform": platform.platform(), "cpus": os.cpu_count(), "cpu": cpu_model(),
-                    "python_pyz": PY, "python_pyz_version": subprocess.run([PY, "-V"], capture_output=True,
-                                                                          text=True).stdout.strip(),
-                    "sqlite": sqlite3.sqlite_version},
+        "machine": {
+            "platform": platform.platform(),
+            "cpus": os.cpu_count(),
+            "cpu": cpu_model(),
+            "python_pyz": PY,
+            "python_pyz_version": subprocess.run([PY, "-V"], capture_output=True, text=True).stdout.strip(),
+            "sqlite": sqlite3.sqlite_version,
+        },
         "command": " ".join([os.path.relpath(sys.executable, REPO), os.path.relpath(sys.argv[0], REPO), *sys.argv[1:]]),
-        "args": vars(args), "delay_s": args.delay,
+        "args": vars(args),
+        "delay_s": args.delay,
     }
 
 

@@ -35,11 +35,19 @@ def _config(directory: Path, tasks: int) -> Path:
         "command": [sys.executable, "-m", "agentrt_proxy.testing.fakebank"],
         "env": [f"FAKE_PAYMENTS_LEDGER={directory / 'ledger'}", f"PYTHONPATH={REPO}"],
         "manifest": "bank.manifest.json",
-        "rules": {"pay": {"side_effect": "remote_mutation", "timeout": "20s"},
-                  "balance": {"side_effect": "read_only"}, "refund": {"side_effect": "destructive"}},
+        "rules": {
+            "pay": {"side_effect": "remote_mutation", "timeout": "20s"},
+            "balance": {"side_effect": "read_only"},
+            "refund": {"side_effect": "destructive"},
+        },
     }
-    document = {"database": "proxy.db", "session": "bench", "hold": "0s", "max_pending": tasks + 10,
-                "servers": [server]}
+    document = {
+        "database": "proxy.db",
+        "session": "bench",
+        "hold": "0s",
+        "max_pending": tasks + 10,
+        "servers": [server],
+    }
     path = directory / "proxy.json"
     path.write_text(json.dumps(document))
     path.chmod(0o600)

@@ -39,8 +39,12 @@ print(json.dumps({{"seconds": took, "events": report.checked, "intact": report.i
 
 
 def measure(db: str, state: bool) -> dict[str, object]:
-    done = subprocess.run([sys.executable, "-c", CHILD.format(repo=str(REPO), db=db, state=state)],
-                          capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD.format(repo=str(REPO), db=db, state=state)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return json.loads(done.stdout)  # type: ignore[no-any-return]
 
 
@@ -57,8 +61,10 @@ def main(argv: list[str]) -> int:
         m = measure(db, state)
         rate = float(m["events"]) / float(m["seconds"])  # type: ignore[arg-type]
         what = "chain + state" if state else "chain only   "
-        print(f"{what}: {m['events']:,} events in {m['seconds']:.1f} s ({rate:,.0f}/s), peak RSS "
-              f"{m['peak_rss_mib']:.0f} MiB, intact {m['intact']}, rows {m['rows']}, findings {m['findings']}")
+        print(
+            f"{what}: {m['events']:,} events in {m['seconds']:.1f} s ({rate:,.0f}/s), peak RSS "
+            f"{m['peak_rss_mib']:.0f} MiB, intact {m['intact']}, rows {m['rows']}, findings {m['findings']}"
+        )
     return 0
 
 

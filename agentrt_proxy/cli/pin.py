@@ -1,5 +1,4 @@
-"""``agentrt-proxy pin`` and ``agentrt-proxy check``: record what each server presents, and report what is offered.
-"""
+"""``agentrt-proxy pin`` and ``agentrt-proxy check``: record what each server presents, and report what is offered."""
 
 from __future__ import annotations
 
@@ -80,14 +79,17 @@ async def _pin_all(
     ask: pin_review.Ask,
     overrides: frozenset[tuple[str, str]] = frozenset(),
 ) -> list[str]:
-    """Pin every server; the servers whose changes were not taken (never silently: decision 0018).
+    """Pin every server; one error line per server whose changes were not taken (never silently:
+    decision 0018) and per server the scan left tools out of (each named with its rules: decision 0019).
     The scan gates each listing first: a tool with a hard finding is left out unless overridden."""
     from agentrt_proxy.cli import pin_scan
 
     refused: list[str] = []
+    left_out: list[str] = []  # a tool the scan kept out fails the pin, naming it (decision 0022)
     for server in config.servers:
-        manifest = await pin_server(server, connector=connector)
-        manifest = pin_scan.gate(config, server, manifest, overrides, stdout)
+        listed = await pin_server(server, connector=connector)
+        manifest = pin_scan.gate(config, server, listed, overrides, stdout)
+        dropped = pin_scan.left_out(listed, manifest)
         named = frozenset(tool for tool, _rule in overrides)
         allowed, review = pin_review.repin_allowed(server, manifest, config_path, stdout, ask, named)
         if not allowed:
@@ -96,9 +98,11 @@ async def _pin_all(
             continue
         await anyio.to_thread.run_sync(write_manifest, server.manifest, manifest)
         _write_pinned(server.name, str(server.manifest), manifest, stdout)
+        if dropped:
+            left_out.append(cli_text.refused_by_scan(server.name, dropped))
     if not refused:
         stdout.write(f"classify the tools in the configuration's rules, then: {PROGRAM} check -config {config_path}\n")
-    return refused
+    return refused + left_out
 
 
 def _write_pinned(name: str, path: str, manifest: Manifest, stdout: TextIO) -> None:
@@ -160,7 +164,12 @@ def pin_command(
 
 
 def _accept(
-    config: Config, config_path: str, flags: Flags, out: TextIO, err_out: TextIO, connector: Connector,
+    config: Config,
+    config_path: str,
+    flags: Flags,
+    out: TextIO,
+    err_out: TextIO,
+    connector: Connector,
     overrides: frozenset[tuple[str, str]] = frozenset(),
 ) -> int:
     """``pin -accept SERVER [-tools a,b] -expect FP``: pin what the review showed, or nothing.
@@ -187,9 +196,9 @@ def _accept(
     gated = pin_scan.gate(config, server, manifest, overrides | carried, out)
     write_manifest(server.manifest, gated)
     _write_pinned(server.name, str(server.manifest), gated, out)
-    left_out = [tool for tool in chosen if tool in manifest.tools and tool not in gated.tools]
-    if left_out:
-        err_out.write(cli_text.accept_refused_by_scan(server.name, left_out) + "\n")
+    dropped = {tool: rules for tool, rules in pin_scan.left_out(manifest, gated).items() if tool in chosen}
+    if dropped:
+        err_out.write(cli_text.refused_by_scan(server.name, dropped, accepted=True) + "\n")
         return 1
     return 0
 

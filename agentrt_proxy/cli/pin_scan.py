@@ -17,7 +17,7 @@ from agentrt_proxy.text import escaping
 from agentrt_proxy.upstream import Manifest, OpenServers, read_manifest
 from agentrt_proxy.upstream.scan_gate import finding_line, gate_pin, live_listing, parse_overrides, unused_overrides
 
-__all__ = ["check_scan", "gate", "take_overrides"]
+__all__ = ["check_scan", "gate", "left_out", "take_overrides"]
 
 
 def take_overrides(argv: list[str]) -> tuple[list[str], frozenset[tuple[str, str]]]:
@@ -55,6 +55,16 @@ def gate(
             name = escaping.sanitize(server.name)
             stdout.write(f"server {name}: scan: -override {escaping.sanitize(text)} matches no hard finding\n")
     return outcome.manifest
+
+
+def left_out(listed: Manifest, gated: Manifest) -> dict[str, list[str]]:
+    """The tools and prompts (``prompt:NAME``) of ``listed`` that the gate kept out of ``gated``,
+    each with the rules of its hard findings."""
+    record = gated.scan.refused if gated.scan is not None else {}
+    names = [tool for tool in listed.tools if tool not in gated.tools]
+    gone = set(gated.prompts or ())
+    names += [f"prompt:{name}" for name in listed.prompts or () if name not in gone]
+    return {name: sorted({str(f.get("rule")) for f in record.get(name, ())}) for name in names}
 
 
 def check_scan(config: Config, opened: OpenServers, stdout: TextIO) -> list[str]:

@@ -1,6 +1,8 @@
 """``agentrt-proxy scan [-json] (-config FILE | -tools FILE)``: the offline description scanner.
 
-``-tools FILE`` reads a ``tools/list`` result (``{"tools": [...]}``) or an array of tools;
+``-tools FILE`` reads a ``tools/list`` result (``{"tools": [...]}``, with ``prompts``,
+``resources``, ``resourceTemplates`` and ``instructions`` beside it if the file has them) or an
+array of tools;
 ``-config FILE`` connects to every configured server as ``pin`` does and scans its tools, its
 ``instructions`` and its prompts. Exit 0 with no hard finding, 1 with one (or when the input
 cannot be read), 2 on a usage error.
@@ -17,10 +19,10 @@ import anyio
 
 from agentrt_proxy.cli.flags import UsageError, parse
 from agentrt_proxy.config import Config, load_config
-from agentrt_proxy.scan import Listing, ScanResult, scan, tool_definition
+from agentrt_proxy.scan import Listing, ScanResult, scan
 from agentrt_proxy.text import escaping
 from agentrt_proxy.upstream import Connector, default_connector
-from agentrt_proxy.upstream.scan_gate import finding_line, scan_server
+from agentrt_proxy.upstream.scan_gate import explanation, finding_line, live_listing, scan_server
 
 PROGRAM = "agentrt-proxy"
 
@@ -29,7 +31,24 @@ class _Unreadable(Exception):
     """The -tools file is not a tools/list result; the message says why. Caught in ``command``."""
 
 
-def _tools_of(path: str) -> list[Any]:
+def _listing_of(path: str) -> Listing:
+    """The -tools file as the scanner reads it: its tools, and, in a ``{"tools": ...}`` object,
+    its ``prompts``, ``resources``, ``resourceTemplates`` and ``instructions`` too."""
+    tools, tree = _tools_of(path)
+    extra: dict[str, Any] = tree if isinstance(tree, dict) else {}
+    if isinstance(extra.get("result"), dict) and "tools" not in extra:
+        extra = extra["result"]
+    lists: dict[str, list[Any]] = {}
+    for key in ("prompts", "resources", "resourceTemplates"):
+        value = extra.get(key)
+        lists[key] = value if isinstance(value, list) else []
+    instructions = extra.get("instructions") if isinstance(extra.get("instructions"), str) else None
+    return live_listing(
+        Path(path).name, tools, instructions, lists["prompts"], [*lists["resources"], *lists["resourceTemplates"]]
+    )
+
+
+def _tools_of(path: str) -> tuple[list[Any], Any]:
     try:
         tree = json.loads(Path(path).read_text(encoding="utf-8"))
     except OSError as err:
@@ -42,7 +61,7 @@ def _tools_of(path: str) -> list[Any]:
         tools = result.get("tools") if isinstance(result, dict) else None
     if not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools):
         raise _Unreadable(f'{path}: expected a tools/list result ({{"tools": [...]}}) or an array of tool objects')
-    return tools
+    return tools, tree
 
 
 async def _scan_config(config: Config, connector: Connector) -> ScanResult:
@@ -52,7 +71,12 @@ async def _scan_config(config: Config, connector: Connector) -> ScanResult:
 
 def _write(result: ScanResult, as_json: bool, many: bool, out: TextIO) -> None:
     if as_json:
-        out.write(json.dumps(result.as_json(), ensure_ascii=False) + "\n")
+        tree = result.as_json()
+        tree["findings"] = [
+            {**shown, "explanation": explanation(finding)}
+            for shown, finding in zip(tree["findings"], result.findings, strict=True)  # type: ignore[call-overload]
+        ]
+        out.write(json.dumps(tree, ensure_ascii=False) + "\n")
         return
     for finding in result.findings:
         out.write(finding_line(finding, prefix=f"{escaping.sanitize(finding.server)}: " if many else "") + "\n")
@@ -74,8 +98,7 @@ def command(
         raise UsageError("give one of -config FILE or -tools FILE, and nothing else")
     try:
         if tools_path is not None:
-            definitions = tuple(tool_definition(tool) for tool in _tools_of(tools_path))
-            result = scan([Listing(Path(tools_path).name, definitions)])
+            result = scan([_listing_of(tools_path)])
         else:
             assert config_path is not None
             result = anyio.run(_scan_config, load_config(config_path), connector)

@@ -9,11 +9,17 @@ at pin and check) and above the wire, and stands alone: it may import only ``can
 """
 
 from agentrt_proxy.scan.engine import ScanResult, scan, scan_definition
-from agentrt_proxy.scan.fields import instructions_definition, prompt_definition, tool_definition
+from agentrt_proxy.scan.fields import (
+    instructions_definition,
+    prompt_definition,
+    resource_definition,
+    tool_definition,
+)
 from agentrt_proxy.scan.model import HARD, SOFT, Definition, Finding, Listing, Text
-from agentrt_proxy.scan.rules import RULES
+from agentrt_proxy.scan.rules import ASKS, RULES
 
 __all__ = [
+    "ASKS",
     "HARD",
     "RULES",
     "SOFT",
@@ -24,6 +30,7 @@ __all__ = [
     "Text",
     "instructions_definition",
     "prompt_definition",
+    "resource_definition",
     "scan",
     "scan_definition",
     "tool_definition",

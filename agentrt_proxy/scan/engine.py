@@ -16,6 +16,7 @@ from agentrt_proxy.scan.model import HARD, SOFT, Definition, Finding, Listing
 from agentrt_proxy.scan.normal import escape_span, name_words, normalise
 from agentrt_proxy.scan.phrases import DESTINATION
 from agentrt_proxy.scan.shadowing import cross_server
+from agentrt_proxy.scan.soft_classes import out_of_scope
 from agentrt_proxy.scan.textrules import match_text
 
 __all__ = ["ScanResult", "scan", "scan_definition"]
@@ -40,10 +41,14 @@ class ScanResult:
 
 
 def _label(definition: Definition) -> str:
-    return f"prompt:{definition.name}" if definition.kind == "prompt" else definition.name
+    if definition.kind in ("prompt", "resource"):
+        return f"{definition.kind}:{definition.name}"
+    return definition.name
 
 
 def _smuggled(raw: str) -> Iterator[str]:
+    if raw.isascii():
+        return  # tag characters and variation selectors are beyond ASCII
     for decoded in (payloads.tag_text(raw), payloads.selector_text(raw)):
         if decoded.strip():
             yield decoded
@@ -56,27 +61,40 @@ def scan_definition(server: str, definition: Definition) -> Iterator[Finding]:
         raw = text.text
         for severity, start, end in hidden.hidden_spans(raw):
             shown = raw[max(0, start - CONTEXT_CHARS) : end + CONTEXT_CHARS]
-            yield Finding(server, tool, hidden.RULE, severity, text.path, escape_span(shown))
+            yield Finding(server, tool, hidden.RULE, severity, text.path, escape_span(shown), "", "hidden")
         for decoded in _smuggled(raw):
-            for match in match_text(normalise(decoded), hidden=True):
-                yield Finding(server, tool, match.rule, HARD, text.path, escape_span(match.text), "hidden text")
-        prose = name_words(raw) if text.kind == "name" else normalise(raw)
-        for match in match_text(prose, kind=text.kind, directives=directives):
-            yield Finding(server, tool, match.rule, match.severity, text.path, escape_span(match.text))
+            for match in match_text(normalise(decoded), hidden=True, own=definition.name):
+                yield Finding(
+                    server, tool, match.rule, HARD, text.path, escape_span(match.text), "hidden text",
+                    match.ask, escape_span(match.target),
+                )  # fmt: skip
         flat = normalise(raw)
+        prose = name_words(raw) if text.kind == "name" else flat
+        for match in match_text(prose, kind=text.kind, directives=directives, own=definition.name):
+            yield Finding(
+                server, tool, match.rule, match.severity, text.path, escape_span(match.text), "",
+                match.ask, escape_span(match.target),
+            )  # fmt: skip
         for start, end, decoded in payloads.decoded_runs(flat):
             inner = normalise(decoded)
             hits = bool(list(match_text(inner, hidden=True))) or bool(list(secrets.secret_spans(inner)))
             if hits or payloads.SHELLISH.search(inner) or DESTINATION.search(inner):
                 yield Finding(
-                    server, tool, payloads.RULE, HARD, text.path, escape_span(flat[start:end]), escape_span(inner)
-                )
+                    server, tool, payloads.RULE, HARD, text.path, escape_span(flat[start:end]), escape_span(inner),
+                    "encoded",
+                )  # fmt: skip
             elif len(inner) >= 16 and inner.count(" ") >= 2:
                 yield Finding(
-                    server, tool, payloads.RULE, SOFT, text.path, escape_span(flat[start:end]), escape_span(inner)
-                )
+                    server, tool, payloads.RULE, SOFT, text.path, escape_span(flat[start:end]), escape_span(inner),
+                    "encoded",
+                )  # fmt: skip
         for start, end in secrets.secret_spans(flat):
-            yield Finding(server, tool, secrets.RULE, SOFT, text.path, escape_span(flat[start:end]))
+            yield Finding(server, tool, secrets.RULE, SOFT, text.path, escape_span(flat[start:end]), "", "secret")
+    for text, match in out_of_scope(definition):
+        yield Finding(
+            server, tool, match.rule, match.severity, text.path, escape_span(match.text), "",
+            match.ask, escape_span(match.target),
+        )  # fmt: skip
 
 
 def _dedupe(findings: Sequence[Finding]) -> tuple[Finding, ...]:
@@ -90,9 +108,9 @@ def _dedupe(findings: Sequence[Finding]) -> tuple[Finding, ...]:
 
 
 def _names_sibling(finding: Finding, siblings: set[str]) -> bool:
-    """A soft call-ordering finding that names a tool of the same server: a server's own
-    tools pointing at each other ("use read_text_file instead") is documentation."""
-    if finding.rule != "crosstool.directive" or finding.severity != SOFT:
+    """A soft call-ordering or deprecation finding that names a tool of the same server: a
+    server's own tools pointing at each other ("use read_text_file instead") is documentation."""
+    if finding.rule not in ("crosstool.directive", "redirect.tool") or finding.severity != SOFT:
         return False
     words = set(re.findall(r"[\w.\-]+", finding.span))
     return bool(words & siblings)

@@ -4,7 +4,9 @@ A tool: its name, title (and ``annotations.title``), description, and through it
 output schemas every property name, title and description, and every string among enum values,
 ``const``, ``default`` and ``examples``, walked through ``properties``, ``items``, ``$defs`` and
 the combinators. A prompt: its name, title, description and each argument's. What is not text a
-model reads (numbers, the schema's keywords) is not scanned.
+model reads (numbers, the schema's keywords) is not scanned. A resource or a resource template:
+its name, title and description (and its annotations' title). A server's instructions: the whole
+text.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from typing import Any
 
 from agentrt_proxy.scan.model import Definition, Text
 
-__all__ = ["instructions_definition", "prompt_definition", "tool_definition"]
+__all__ = ["instructions_definition", "prompt_definition", "resource_definition", "tool_definition"]
 
 MAX_DEPTH = 32  # a schema nested deeper is not a schema anyone wrote by hand
 _VALUE_KEYS = ("enum", "const", "default", "examples")
@@ -105,3 +107,16 @@ def prompt_definition(prompt: Mapping[str, Any]) -> Definition:
 def instructions_definition(instructions: str) -> Definition:
     """A server's ``instructions`` (its initialize result), which a host may put before the model."""
     return Definition(name="(instructions)", kind="instructions", texts=(Text("instructions", instructions),))
+
+
+def resource_definition(resource: Mapping[str, Any]) -> Definition:
+    """The texts of one entry of a ``resources/list`` or ``resources/templates/list`` result."""
+    name = _str(resource.get("name")) or _str(resource.get("uri")) or _str(resource.get("uriTemplate"))
+    texts = [Text("name", name, "name")]
+    for key in ("title", "description"):
+        if isinstance(resource.get(key), str):
+            texts.append(Text(key, resource[key]))
+    annotations = resource.get("annotations")
+    if isinstance(annotations, Mapping) and isinstance(annotations.get("title"), str):
+        texts.append(Text("annotations.title", annotations["title"]))
+    return Definition(name=name, kind="resource", texts=tuple(texts))

@@ -11,6 +11,7 @@ bidi marks LRM/RLM/ALM and the soft hyphen (soft).
 
 from __future__ import annotations
 
+import re
 import unicodedata
 from collections.abc import Iterator
 
@@ -25,6 +26,7 @@ _BIDI_MARKS = {0x200E, 0x200F, 0x061C}
 _ZERO_WIDTH = {0x200B, 0x200C, 0x200D, 0x2060, 0x2061, 0x2062, 0x2063, 0x2064, 0xFEFF, 0x180E, 0x034F}
 _FILLERS = {0x115F, 0x1160, 0x3164, 0xFFA0}
 _JOINERS = {0x200C, 0x200D}
+_ASCII_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 
 
 def _symbol(char: str) -> bool:
@@ -83,6 +85,8 @@ def _classify(text: str, index: int) -> str | None:
 def hidden_spans(text: str) -> Iterator[tuple[str, int, int]]:
     """(severity, start, end) of each run of hidden characters in ``text``; a run's severity is
     its worst character's."""
+    if text.isascii() and not _ASCII_CONTROL.search(text):
+        return  # nothing in printable ASCII is hidden
     index = 0
     while index < len(text):
         severity = _classify(text, index)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-__all__ = ["HARD", "SOFT", "Definition", "Finding", "Listing", "Text"]
+__all__ = ["HARD", "SOFT", "Definition", "Finding", "Listing", "Match", "Text"]
 
 HARD = "hard"  # refuses the pin unless overridden by name
 SOFT = "soft"  # printed for the operator's review
@@ -31,8 +31,8 @@ class Text:
 class Definition:
     """One tool, prompt or server instructions as the model would read it."""
 
-    name: str  # the tool's or prompt's name; instructions: "(instructions)"
-    kind: str  # "tool", "prompt", "instructions"
+    name: str  # the tool's, prompt's or resource's name; instructions: "(instructions)"
+    kind: str  # "tool", "prompt", "resource", "instructions"
     texts: tuple[Text, ...]
 
 
@@ -59,6 +59,11 @@ class Finding:
     field: str
     span: str
     detail: str = dataclasses.field(default="", compare=False)
+    # What the text asks the model to do, as a code (``call_first``, ``visit``...: see
+    # ``rules.ASKS``) and its object (a tool's name, an address), for the operator's sentence,
+    # which ``text/`` writes: the scanner holds no prose of its own.
+    ask: str = dataclasses.field(default="", compare=False)
+    target: str = dataclasses.field(default="", compare=False)
 
     def as_json(self) -> dict[str, str]:
         return {"tool": self.tool, "rule": self.rule, "severity": self.severity, "field": self.field, "span": self.span}
@@ -66,3 +71,18 @@ class Finding:
     @property
     def hard(self) -> bool:
         return self.severity == HARD
+
+
+@dataclass(frozen=True)
+class Match:
+    """One rule's match in one normalised text, before it becomes a finding."""
+
+    rule: str
+    severity: str
+    start: int
+    end: int
+    text: str  # the matched text, from the text that was matched
+    lift: bool = True  # a soft match its sentence's context may raise to hard
+    quiet: bool = False  # reported only when lifted to hard
+    ask: str = ""
+    target: str = ""

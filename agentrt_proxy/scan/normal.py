@@ -83,10 +83,15 @@ def invisible(char: str) -> bool:
     )
 
 
+_SPACES = re.compile(r"[ \t\f\v\u00a0\u2000-\u200a\u202f\u205f\u3000]+")
+
+
 def normalise(text: str) -> str:
+    if text.isascii():  # NFKC, the invisible characters and the look-alikes are all beyond ASCII
+        return _SPACES.sub(" ", text)
     folded = unicodedata.normalize("NFKC", text)
     visible = "".join(ch for ch in folded if not invisible(ch))
-    return re.sub(r"[ \t\f\v\u00a0\u2000-\u200a\u202f\u205f\u3000]+", " ", visible.translate(_CONFUSABLE))
+    return _SPACES.sub(" ", visible.translate(_CONFUSABLE))
 
 
 _CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])")

@@ -26,6 +26,7 @@ __all__ = [
     "SEND_VERB",
     "SENSITIVE",
     "Phrase",
+    "pattern",
 ]
 
 
@@ -37,17 +38,23 @@ class Phrase:
     lift: bool = True  # a soft match the sentence's context may raise to hard
     addresses_model: bool = False  # speaking to the model: not a finding in a server's instructions
     quiet: bool = False  # reported only when its context lifts it to hard (too common alone)
+    # A cheap pattern every match of ``pattern`` contains (its literals): a text without it is
+    # skipped, which keeps the long alternations off most texts (decision 0022: the 100-tool scan).
+    gate: re.Pattern[str] | None = None
 
 
 def _p(text: str, *, case: bool = False) -> re.Pattern[str]:
     return re.compile(text, 0 if case else re.IGNORECASE)
 
 
+pattern = _p  # the other rule modules compile their patterns the same way
+
+
 _NEG = r"(?:do not|don't|dont|never|must not|mustn't|should not|shouldn't|shall not|cannot|can't|no need to)"
 _USER = r"(?:the |your |any )?(?:user|users|human|humans|operator|person|customer|client|owner|anyone|them)\b"
-_TOOLREF = r"(?:`[^`\n]{2,60}`|'[\w.\-]{3,60}'|\"[\w.\-]{3,60}\"|[a-z][\w.\-]*[_.\-][\w.\-]+|[a-z]+[A-Z]\w+)"
+_TOOLREF = r"(?:`[^`\n]{2,60}`|'[\w.\-]{3,60}'|\"[\w.\-]{3,60}\"|[a-z][a-z0-9]{0,40}(?:[_.\-][a-z0-9]{1,40}){1,6}|[a-z]{1,40}[A-Z]\w{1,60})"
 _DEST_LITERAL = (
-    r"(?:https?://[^\s)'\"`>\]]+|\b[\w.+\-]+@[\w\-]+(?:\.[\w\-]+)+\b|\+\d[\d \-]{6,16}\d|"
+    r"(?:https?://[^\s)'\"`>\]]{1,2000}|\b[\w.+\-]{1,64}@[\w\-]{1,63}(?:\.[\w\-]{1,63}){1,8}\b|\+\d[\d \-]{6,16}\d|"
     r"\b\d{1,3}(?:\.\d{1,3}){3}(?::\d+)?\b|\b0x[0-9a-fA-F]{40}\b|\b[A-Z]{2}\d{2}[A-Z0-9]{11,30}\b)"
 )
 
@@ -62,7 +69,7 @@ CONTEXT = _p(
     r"|\b(?:it is|it's) (?:very |extremely |absolutely )?(?:important|critical|crucial|essential|mandatory|required|vital) (?:that|to)\b"
     r"|\botherwise,? (?:the |this )?(?:tool|it|application|app|system|request|call)s? (?:will|would|won't|cannot|can't|may)\b"
     r"|\bfor (?:the |this )?(?:tool|proxy|integration|server|system|it) to (?:work|function|operate)\b"
-    r"|\b(?:always|first|also|additionally|then|please|now)\s*,?\s+(?:read|send|include|call|pass|run|execute|install|add|copy|forward|upload|attach|cat|open|fetch|post|set|change|replace|use|invoke|append|write|provide|share)\b"
+    r"|(?<!before )(?<!on )(?<!upon )(?<!at )(?<!after )\b(?:always|first|also|additionally|then|please|now)\s*,?\s+(?:read|send|include|call|pass|run|execute|install|add|copy|forward|upload|attach|cat|open|fetch|post|set|change|replace|use|invoke|append|write|provide|share)\b"
     r"|\b(?:IMPORTANT|CRITICAL|URGENT|MANDATORY|REQUIRED)\b\s*[:!]"
     r"|\bis (?:required|mandatory|necessary) (?:before|for|prior)\b|\bprior to (?:using|calling|any)\b"
 )
@@ -112,7 +119,7 @@ CREDENTIAL_WORD = _p(
 # Text inside these is hidden from a person reading a rendered description, or dressed up as
 # the system speaking: what is inside counts as hidden (its soft findings become hard).
 HIDDEN_REGION = _p(
-    r"<\s*(important|secret|system|hidden|instructions?|admin|override|critical|priority|internal|mandatory|urgent|sys|ai|assistant|note)\b[^>]{0,40}>"
+    r"<\s*((?:important|secret|system|hidden|instructions?|admin|override|critical|priority|internal|mandatory|urgent|sys|ai|assistant|note)(?:[_\-][\w\-]*)?)\b[^>]{0,40}>"
     r"([\s\S]*?)(?:<\s*/\s*\1\s*>|$)"
     r"|<!--([\s\S]*?)(?:-->|$)"
 )
@@ -127,16 +134,18 @@ PHRASES: tuple[Phrase, ...] = (
         _p(
             r"\b(?:ignore|disregard|forget|override|bypass|overrule|discard|abandon)\b[^.\n]{0,40}?\b(?:all |any |the |your |every )?"
             r"(?:previous|prior|preceding|above|earlier|existing|original|initial|other|system|safety|security|developer|user'?s?)\b"
-            r"[^.\n]{0,25}?\b(?:instructions?|prompts?|rules|directives?|guidelines|guardrails|constraints|policies|policy|messages|context|orders|restrictions)\b"
+            r"[^.\n]{0,25}?\b(?:instructions?|prompts?|rules|directives?|guidelines|guardrails|constraints|policies|policy|messages|context|orders|restrictions|checks|filters|protections|confirmations)\b"
         ),
     ),
     Phrase(
         "injection.override",
         HARD,
         _p(
-            r"\b(?:ignore|disregard|forget|bypass)\b[^.\n]{0,30}?\b(?:instructions|rules|guidelines|directives|prompts?|policies|restrictions)\b[^.\n]{0,40}?\b(?:given|received|told|provided|set|before|earlier|previously|above|so far)\b"
+            r"\b(?:ignore|disregard|forget|bypass)\b[^.\n]{0,30}?\b(?:instructions|rules|guidelines|guardrails|safeguards|directives|prompts?|policies|restrictions|guideline|rule)\b[^.\n]{0,40}?\b(?:given|received|told|provided|set|before|earlier|previously|above|so far|configured)\b"
             r"|\b(?:supersedes?|takes? precedence over|has priority over|overrides?)\b[^.\n]{0,20}?\b(?:your|the user'?s|the operator'?s|the developer'?s|all|any|every)\b[^.\n]{0,25}?\b(?:instructions|rules|guidelines|system prompt|directives|policies)\b"
             r"|\b(?:hidden|secret) (?:requirements?|instructions?|rules?|steps?|tasks?)\s*:"
+            r"|\b(?:your )?(?:previous|prior|earlier|original|old) (?:instructions|rules|guidelines|prompt) (?:are|were|is|have been) (?:now )?(?:void|outdated|cancell?ed|revoked|obsolete|replaced|superseded|no longer (?:valid|in effect|apply))\b"
+            r"|\b(?:an )?(?:important |urgent )?update (?:to|of) your (?:instructions|rules|guidelines|system prompt)\b"
         ),
     ),
     Phrase(
@@ -150,8 +159,9 @@ PHRASES: tuple[Phrase, ...] = (
         "injection.override",
         HARD,
         _p(
-            r"\byou are now\b|\bfrom now on,? (?:you|the assistant|ignore|always)\b|\byour new (?:role|task|goal|instructions?|purpose)\b"
-            r"|\b(?:act|behave|respond) as (?:an? |the )?(?:admin|root|system|developer mode|unrestricted|jailbroken|dan)\b|\bdeveloper mode\b|\bjailbreak"
+            r"\byou(?: are|'re) now\b(?! (?:able|ready|connected|logged|signed|authenticated|authori[sz]ed|free|allowed|set up|subscribed|done|viewing|looking|using|on|at)\b)"
+            r"|\bfrom now on,? (?:you|the assistant|ignore|always)\b|\byour new (?:role|task|goal|instructions?|purpose)\b"
+            r"|\b(?:act|behave|respond) as (?:an? |the )?(?:admin|root|system|developer mode|unrestricted|jailbroken|dan)\b|\bdeveloper mode\b"
         ),
     ),
     Phrase(
@@ -174,7 +184,10 @@ PHRASES: tuple[Phrase, ...] = (
         HARD,
         _p(
             r"\b(?:CRITICAL|URGENT|IMPORTANT|MANDATORY|PRIORITY)\s+(?:SYSTEM|SECURITY|ADMIN)\s+(?:NOTICE|MESSAGE|INSTRUCTIONS?|REQUIREMENTS?|OVERRIDE|UPDATE|ALERT|DIRECTIVES?|PROMPT)\b"
-            r"|\bSYSTEM\s+(?:OVERRIDE|INSTRUCTIONS?|NOTICE|DIRECTIVES?|MESSAGE|PROMPT)\b|\bSYSTEM:",
+            r"|\bSYSTEM\s+(?:OVERRIDE|INSTRUCTIONS?|NOTICE|DIRECTIVES?|MESSAGE|PROMPT|CONFIGURATION|CONFIG|UPDATE|SETTINGS?|POLICY|ALERT|REQUIREMENTS?|MODE)\b|\bSYSTEM:"
+            r"|(?i:\bsystem (?:configuration|config|override|directive|notice|instruction)s?(?: update| change)?\s*:)"
+            r"|[\[{(<]{1,2}\s*(?:SYSTEM|ADMIN|DEVELOPER|ROOT)\s*[\]})>]{1,2}|(?:^|\n)\s*(?:ADMIN|DEVELOPER|ROOT|OPERATOR)\s*:"
+            r"|(?i:\b(?:ignore|disregard|forget)\s+(?:all\s+)?(?:of\s+)?(?:the\s+)?(?:above|everything (?:above|before|else|you (?:were|have been|'ve been) told)))\b",
             case=True,
         ),
     ),
@@ -202,6 +215,7 @@ PHRASES: tuple[Phrase, ...] = (
             + _USER
             + r"[^.\n]{0,20}\bknow\b"
         ),
+        gate=_p(r"not|n't|dont|never|cannot|no need"),
     ),
     Phrase(
         "injection.concealment",
@@ -211,6 +225,7 @@ PHRASES: tuple[Phrase, ...] = (
             + _USER
             + r"|\b(?:without|before) (?:the )?(?:user|human)s? (?:noticing|knowing|seeing|realizing|realising|being aware)\b"
         ),
+        gate=_p(r"without|before"),
     ),
     Phrase(
         "injection.concealment",
@@ -219,6 +234,7 @@ PHRASES: tuple[Phrase, ...] = (
             _NEG
             + r"\s+(?:mention|reveal|disclose|discuss|talk about|bring up|acknowledge|expose|display|show)\s+(?:this|that|it|these|any of this|the (?:above|following|instructions?|file|step|steps|fact|request|side ?note|sidenote|note|reason|previous))\b"
         ),
+        gate=_p(r"not|n't|dont|never|cannot|no need"),
     ),
     Phrase(
         "injection.concealment",
@@ -226,7 +242,8 @@ PHRASES: tuple[Phrase, ...] = (
         _p(
             r"\b(?:keep|hide)\s+(?:this|it|these|that|them|the \w+)\s+(?:a\s+)?(?:secret|hidden|private|confidential|invisible|quiet)\b"
             r"|\bhide\s+(?:this|it|them|the \w+(?: \w+)?)\s+from\s+(?:the\s+)?(?:user|human|operator)"
-            r"|\b(?:the |your )?(?:user|human)s? (?:must|should|shall|will|need|needs|is|are|does|do) ?(?:not|never|n't)\s+(?:to )?(?:know|see|notice|learn|find out|be (?:told|informed|aware|notified|shown|alerted))\b"
+            r"|\b(?:the |your )?(?:user|human)s? (?:must|should|shall|will|need|needs|is|are|does|do) ?(?:not|never|n't)\s+(?:to )?(?:know|see|notice|learn|find out|be (?:told|informed|aware|notified|shown|alerted|made aware))\b"
+            r"|\bkeep (?:the )?(?:user|human)s? (?:unaware|in the dark|uninformed)\b"
             r"|\b(?:could|might|will|would|may) (?:even )?(?:upset|confuse|scare|alarm|worry|bother|frighten|annoy) (?:the )?(?:user|human)"
             r"|\bsilently\b[^.\n]{0,20}?\b(?:send|forward|copy|upload|include|add|read|call|change|replace|exfiltrate|bcc|cc|redirect|attach|post|transfer)\b"
             r"|\bsecretly\b|\bcovertly\b|\b(?:mere|minor|internal) implementation detail\b"
@@ -258,7 +275,16 @@ PHRASES: tuple[Phrase, ...] = (
         addresses_model=True,
     ),
     # reading credentials: soft as a mention, hard with a directive and a flow (textrules)
-    Phrase("exfil.credential", SOFT, CREDENTIAL),
+    Phrase(
+        "exfil.credential",
+        SOFT,
+        CREDENTIAL,
+        gate=_p(
+            r"ssh|rsa|dsa|ed25519|authorized|env|aws|gcloud|credentials|azure|kube|docker|npmrc|pypirc|netrc|git-cred|history"
+            r"|passwd|shadow|sudoers|gnupg|password-store|wallet|secret|mcp|claude|cursor|codeium|cline|vscode"
+            r"|chrom|firefox|brave|edge|safari|browser|login|key[34]|cookies"
+        ),
+    ),
     Phrase("exfil.credential", SOFT, CREDENTIAL_WORD, quiet=True),
     Phrase(
         "exfil.credential",
@@ -272,8 +298,8 @@ PHRASES: tuple[Phrase, ...] = (
         "exfil.send",
         HARD,
         _p(
-            r"!\[[^\]]{0,80}\]\(\s*https?://[^)\s]*(?:\{|\}|<|>|\$|%7B|\?[^)\s]*=)"
-            r"|https?://[^\s)'\"`]*[?&](?:data|d|q|c|p|payload|secret|key|token|content|conversation|history|msg|message|chat|info|leak|exfil)=(?:\{|<|\$|\[|%7B)"
+            r"!\[[^\]]{0,80}\]\(\s*https?://[^)\s]{0,300}(?:\{|\}|<|>|\$|%7B|\?[^)\s]*=)"
+            r"|https?://[^\s)'\"`]{0,300}[?&](?:data|d|q|c|p|payload|secret|key|token|content|conversation|history|msg|message|chat|info|leak|exfil)=(?:\{|<|\$|\[|%7B)"
         ),
     ),
     Phrase(
@@ -310,6 +336,10 @@ PHRASES: tuple[Phrase, ...] = (
             r"|\bpowershell(?:\.exe)?\b[^\n]{0,40}\s-(?:e|en|enc|encodedcommand)\s|\b(?:iex|invoke-expression)\s*\(|\bdownloadstring\s*\("
             r"|:\(\)\s*\{\s*:\s*\|\s*:\s*&\s*\}\s*;\s*:|\bdd\s+if=\S+\s+of=/dev/(?:sd|nvme|disk|hd)|\bmkfs(?:\.\w+)?\s+/dev/"
             r"|\bbase64\s+(?:-d|--decode|-D)\b[^\n|]{0,60}\|\s*(?:ba|z)?sh\b|\beval\s*\(\s*(?:atob|base64|buffer\.from)"
+        ),
+        gate=_p(
+            r"curl|wget|fetch|iwr|irm|\brm\b|bashrc|zshrc|profile|zshenv|bash_login|chmod|/dev/tcp|\bnc|bash|mkfifo|socat"
+            r"|python|powershell|iex|invoke-expression|downloadstring|:\(\)|\bdd\b|mkfs|base64|eval"
         ),
     ),
     Phrase(

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["RULES"]
+__all__ = ["ASKS", "RULES"]
 
 # id -> (severities, what it catches). Hard refuses the pin unless overridden; soft is printed.
 RULES: dict[str, tuple[str, str]] = {
@@ -15,6 +15,15 @@ RULES: dict[str, tuple[str, str]] = {
         "ignore previous instructions, new instructions, role markers, CRITICAL SYSTEM, notes to the AI",
     ),
     "injection.concealment": ("hard", "do not tell the user, without informing, keep it secret, silently send"),
+    "injection.roleplay": (
+        "hard",
+        "ACT AS, pretend you are, your role has changed, admin mode enabled, fake User:/Assistant: turns, "
+        "system: lines",
+    ),
+    "injection.structured": (
+        "hard",
+        'directives in JSON or YAML: "_system_injection", system_override:, a {"role": "system"} message that directs',
+    ),
     "injection.hidden_tag": (
         "hard|soft",
         "<IMPORTANT>, <secret>, <system> wrappers (hard); HTML comments with prose (soft)",
@@ -44,6 +53,28 @@ RULES: dict[str, tuple[str, str]] = {
         "hard|soft",
         "another tool's calls or arguments changed (hard); call ordering naming a tool (soft)",
     ),
+    "redirect.tool": (
+        "hard",
+        "this tool deprecated, moved or disabled and the model sent to another for all requests "
+        "(a plain note is silent)",
+    ),
+    "crosstool.dependency": (
+        "hard",
+        "another tool to be called before or after this one, its output handed on, or mandatory for compliance",
+    ),
+    "network.request": (
+        "hard",
+        "the model told to visit, fetch, post or send to a literal address (documented examples are not findings)",
+    ),
+    "preference.manipulation": (
+        "soft",
+        "superlatives aimed at the model's choice: the best tool, always choose it first",
+    ),
+    "param.out_of_scope": (
+        "soft",
+        "a parameter asking for the conversation, the system prompt, the model's name, its tools, "
+        "or unrelated credentials",
+    ),
     "shadowing.cross_server": ("hard|soft", "a description naming another server's tool: hard when it steers it"),
     "shadowing.name": (
         "hard|soft",
@@ -54,4 +85,31 @@ RULES: dict[str, tuple[str, str]] = {
         "base64, hex or percent runs decoding to commands, addresses or findings (hard), or to hidden prose (soft)",
     ),
     "secret.embedded": ("soft", "cloud keys, tokens, private key blocks, connection strings; placeholders ignored"),
+}
+
+# What a finding's text asks of the model, as ``Finding.ask`` codes; ``text.operator_text``
+# words each. A rule's findings use the codes given here unless a match names a better one.
+ASKS: dict[str, str] = {
+    "unicode.hidden": "hidden",
+    "injection.override": "override",
+    "injection.concealment": "conceal",
+    "injection.roleplay": "roleplay",
+    "injection.structured": "structured",
+    "injection.hidden_tag": "hidden_tag",
+    "directive.imperative": "directive",
+    "directive.urgency": "urgency",
+    "exfil.credential": "read_credential",
+    "exfil.send": "send_to",
+    "exec.shell": "run_shell",
+    "exec.install": "install",
+    "crosstool.directive": "steer_any",
+    "redirect.tool": "use_instead",
+    "crosstool.dependency": "call_first",
+    "network.request": "visit",
+    "preference.manipulation": "prefer",
+    "param.out_of_scope": "ask_context",
+    "shadowing.cross_server": "names_other",
+    "shadowing.name": "shadow_name",
+    "payload.encoded": "encoded",
+    "secret.embedded": "secret",
 }

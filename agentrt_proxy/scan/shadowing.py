@@ -64,14 +64,21 @@ def cross_server(listings: Sequence[Listing]) -> Iterator[Finding]:
                 continue
             name = definition.name
             if _mixed_script(name):
-                yield Finding(listing.server, name, NAME_RULE, HARD, "name", escape_span(name), "mixed scripts")
+                yield Finding(
+                    listing.server, name, NAME_RULE, HARD, "name", escape_span(name), "mixed scripts", "shadow_name"
+                )
             for server, other in sorted(others):
                 if other == name:
-                    yield Finding(listing.server, name, NAME_RULE, SOFT, "name", escape_span(name), f"also on {server}")
-                elif skeleton(other) == skeleton(name):
                     yield Finding(
-                        listing.server, name, NAME_RULE, HARD, "name", escape_span(name), f"reads as {server}'s {other}"
-                    )
+                        listing.server, name, NAME_RULE, SOFT, "name", escape_span(name), f"also on {server}",
+                        "shadow_name", escape_span(other),
+                    )  # fmt: skip
+                elif skeleton(other) == skeleton(name):
+                    reads = f"reads as {server}'s {other}"
+                    yield Finding(
+                        listing.server, name, NAME_RULE, HARD, "name", escape_span(name), reads,
+                        "shadow_name", escape_span(other),
+                    )  # fmt: skip
                 elif min(len(other), len(name)) >= MIN_NEAR and _one_edit(skeleton(other), skeleton(name)):
                     yield Finding(
                         listing.server,
@@ -81,6 +88,8 @@ def cross_server(listings: Sequence[Listing]) -> Iterator[Finding]:
                         "name",
                         escape_span(name),
                         f"one edit from {server}'s {other}",
+                        "shadow_name",
+                        escape_span(other),
                     )
             foreign = sorted(tool for _, tool in others if tool not in own and _distinctive(tool))
             if not foreign:
@@ -107,4 +116,6 @@ def cross_server(listings: Sequence[Listing]) -> Iterator[Finding]:
                         text.path,
                         escape_span(sentence or tool),
                         f"names {tool}, a tool of another server",
+                        "steer_tool" if steered else "names_other",
+                        escape_span(tool),
                     )

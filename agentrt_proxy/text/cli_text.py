@@ -115,19 +115,21 @@ def repin_refused(server: str) -> str:
     )
 
 
-def accept_refused_by_scan(server: str, tools: list[str]) -> str:
-    """``pin -accept`` took the review, and the scan refused some of the tools it accepted."""
+def refused_by_scan(server: str, refused: dict[str, list[str]], *, accepted: bool = False) -> str:
+    """``pin`` (or ``pin -accept``) left tools out for their hard findings: each tool and its rules."""
     from agentrt_proxy.text.escaping import go_quote, sanitize
 
-    names = ", ".join(go_quote(tool) for tool in tools)
+    names = "; ".join(f"{go_quote(tool)} ({', '.join(rules)})" for tool, rules in sorted(refused.items()))
+    which = "the accepted tool(s)" if accepted else "the tool(s)"
     return sanitize(
-        f"{PROGRAM}: error: server {go_quote(server)}: the scan refused the accepted tool(s) {names}: they are not "
+        f"{PROGRAM}: error: server {go_quote(server)}: the scan refused {which} {names}: they are not "
         "pinned and never offered; the findings and the -override that would take them are printed above"
     )
 
 
 def help_text() -> str:
     return SCOPE + "\n" + USAGE
+
 
 # export and verify -file (cli/export.py, cli/verify_file.py): the audit trail as a file.
 EXPORT_BAD_FORMAT = "-format must be jsonl or csv, not {text}"

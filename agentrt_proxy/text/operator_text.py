@@ -315,6 +315,7 @@ def op_task_executes(task_id: str) -> str:
         "completes with its result (no call from the model is needed)"
     )
 
+
 # verify (runtime-core §8.3)
 OP_HEAD_NONE = "head: no events"
 
@@ -442,3 +443,66 @@ ERR_ILLEGAL_MOVE = (
 # The file at the database's path is no longer the one opened (deleted, or replaced by another):
 # in WAL mode SQLite would go on writing to the unlinked file, so the store refuses instead.
 ERR_STORE_GONE = "agentrt: the database {path} was deleted or replaced while it was open: nothing more is written to it"
+
+
+# =============================================================================================
+# What a scan finding asks of the model (decision 0022): one line per finding, beside its span.
+# The scanner says it as a code (``Finding.ask``, listed in ``scan.rules.ASKS``) and an object
+# (a tool, an address, a parameter); these are its words.
+# =============================================================================================
+
+SCAN_ASKS: dict[str, str] = {
+    "call_first": "tells the model to call {target} first",
+    "call_after": "tells the model to call {target} after this tool",
+    "call_with_output": "tells the model to call {target} and hand on what it returns",
+    "use_instead": "tells the model to use {target} instead of this tool",
+    "visit": "tells the model to request {target}",
+    "send_to": "tells the model to send data to {target}",
+    "steer_tool": "tells the model how another tool, {target}, must behave",
+    "steer_any": "tells the model to change what other tools do",
+    "conceal": "tells the model to keep something from the user",
+    "override": "tells the model to drop its instructions and obey this text",
+    "roleplay": "tells the model to take on another role or mode",
+    "fake_turn": "writes conversation turns for the model to take as real",
+    "structured": "hides a directive to the model in a data block",
+    "hidden_tag": "wraps text in a tag that dresses it up as instructions",
+    "directive": "addresses the model about when to use this tool",
+    "urgency": "presses the model with stacked emphasis",
+    "read_credential": "tells the model to read a credential file ({target}) and hand it on",
+    "run_shell": "tells the model to run a shell command",
+    "install": "tells the model to install a package",
+    "prefer": "tells the model to prefer this tool over others",
+    "ask_context": "asks the model, in parameter {target}, for its conversation, instructions, tools or identity",
+    "ask_credential": "asks, in parameter {target}, for a credential this tool has no use for",
+    "hidden": "holds characters a reviewer cannot see",
+    "encoded": "hides text in an encoding",
+    "secret": "carries what looks like a live credential",
+    "shadow_name": "takes a name that reads as another server's tool",
+    "names_other": "names {target}, a tool of another server",
+}
+# A soft finding of these mentions what a hard one tells the model to do.
+SCAN_ASKS_SOFT: dict[str, str] = {
+    "read_credential": "names a credential file ({target})",
+    "send_to": "mentions sending data to {target}",
+    "run_shell": "shows a shell command",
+    "install": "shows a package install",
+    "use_instead": "says it is deprecated in favour of {target}",
+    "steer_any": "mentions calling other tools",
+    "hidden_tag": "holds a comment a rendered description does not show",
+}
+SCAN_ASK_UNKNOWN = "matches rule {rule}"
+SCAN_SOMEWHERE = "another address"  # a sending finding whose address is not in its span
+SCAN_ANOTHER_TOOL = "another tool"
+
+
+def scan_explanation(rule: str, severity: str, ask: str, target: str) -> str:
+    """What a finding's text asks the model to do, in one line (the target already escaped)."""
+    template = (SCAN_ASKS_SOFT.get(ask) if severity == "soft" else None) or SCAN_ASKS.get(ask)
+    if template is None:
+        return SCAN_ASK_UNKNOWN.format(rule=rule)
+    if not target:
+        target = SCAN_SOMEWHERE if ask in ("send_to", "visit") else SCAN_ANOTHER_TOOL
+        shown = target
+    else:
+        shown = "`" + sanitize(target) + "`"
+    return template.format(target=shown)

@@ -83,6 +83,17 @@ async def list_live_prompts(connection: Any, timeout_ns: int) -> list[Any]:
     return [decoded for decoded, _text in await _pages(connection, "prompts/list", "prompts", timeout_ns)]
 
 
+async def list_live_resources(connection: Any, timeout_ns: int) -> list[Any]:
+    """Every resource and resource template a server lists now, decoded (``scan`` reads their
+    descriptions). A server without templates answers their list with an error: none, then."""
+    listed = [decoded for decoded, _text in await _pages(connection, "resources/list", "resources", timeout_ns)]
+    try:
+        pages = await _pages(connection, "resources/templates/list", "resourceTemplates", timeout_ns)
+    except TransportError:
+        pages = []
+    return listed + [decoded for decoded, _text in pages]
+
+
 def _one_line(text: str) -> str:
     # A line break in decoded JSON is whitespace between tokens (inside a string it is escaped),
     # and the host's stdio framing is one message a line: a pretty-printed HTTP answer is joined.

@@ -24,19 +24,22 @@ from agentrt_proxy.canonical import schema_form
 from agentrt_proxy.config import Config, ServerConfig
 from agentrt_proxy.errors import UsageError
 from agentrt_proxy.scan import (
+    ASKS,
     Finding,
     Listing,
     instructions_definition,
     prompt_definition,
+    resource_definition,
     scan,
     tool_definition,
 )
-from agentrt_proxy.text import escaping
+from agentrt_proxy.text import escaping, operator_text
 from agentrt_proxy.upstream.manifest import ManifestError, read_manifest
 from agentrt_proxy.upstream.pins import LiveTool, Manifest, PinnedTool, ScanRecord
 
 __all__ = [
     "GateOutcome",
+    "explanation",
     "finding_line",
     "gate_pin",
     "live_listing",
@@ -105,21 +108,38 @@ def _listed_object(tool: Any) -> dict[str, Any] | None:
     return tool if isinstance(tool, dict) else None
 
 
-def live_listing(server: str, tools: Iterable[Any], instructions: str | None, prompts: Iterable[Any] = ()) -> Listing:
+def live_listing(
+    server: str,
+    tools: Iterable[Any],
+    instructions: str | None,
+    prompts: Iterable[Any] = (),
+    resources: Iterable[Any] = (),
+) -> Listing:
     """What a server lists now (the wire's listed tools, ``LiveTool`` or decoded objects), its
-    instructions and its prompts, as the scanner reads them."""
+    instructions, its prompts and its resources and templates, as the scanner reads them."""
     objects = [_listed_object(tool) for tool in tools]
     definitions = [tool_definition(obj) for obj in objects if obj is not None]
     if instructions:
         definitions.append(instructions_definition(instructions))
     definitions.extend(prompt_definition(p) for p in prompts if isinstance(p, dict))
+    definitions.extend(resource_definition(r) for r in resources if isinstance(r, dict))
     return Listing(server, tuple(definitions))
 
 
+def explanation(finding: Finding) -> str:
+    """What the finding's text asks the model to do, in one line (decision 0022)."""
+    ask = finding.ask or ASKS.get(finding.rule, "")
+    return operator_text.scan_explanation(finding.rule, finding.severity, ask, finding.target)
+
+
 def finding_line(finding: Finding, *, prefix: str = "") -> str:
-    """One finding for a terminal: every part escaped."""
+    """One finding for a terminal: the rule, the field, what the text asks the model, the span;
+    every part escaped."""
     s = escaping.sanitize
-    return f"{prefix}{s(finding.tool)}: {finding.severity} {finding.rule} in {s(finding.field)}: {s(finding.span)}"
+    return (
+        f"{prefix}{s(finding.tool)}: {finding.severity} {finding.rule} in {s(finding.field)}: "
+        f"{explanation(finding)}: {s(finding.span)}"
+    )
 
 
 def _record(finding: Finding) -> dict[str, str]:
@@ -197,7 +217,7 @@ def gate_pin(
 
 async def scan_server(server: ServerConfig, connector: Any) -> Listing:
     """Connect to ``server`` as ``pin`` does and read its tools, instructions and prompts."""
-    from agentrt_proxy.upstream.passthrough import Passthrough, list_live_prompts
+    from agentrt_proxy.upstream.passthrough import Passthrough, list_live_prompts, list_live_resources
     from agentrt_proxy.upstream.passthrough_pins import offers
 
     connection, tools = await connector(server)(server.connect_timeout / 1e9)
@@ -208,12 +228,16 @@ async def scan_server(server: ServerConfig, connector: Any) -> Listing:
         if isinstance(listed, list) and listed and hasattr(listed[0], "decoded"):
             tools = listed  # the wire's own objects: title, outputSchema and all, as sent
         prompts: list[Any] = []
+        resources: list[Any] = []
         if offers(connection, "prompts"):
             prompts = await list_live_prompts(connection, Passthrough.timeout(server))
+        if offers(connection, "resources"):
+            resources = await list_live_resources(connection, Passthrough.timeout(server))
     finally:
         with anyio.CancelScope(shield=True), contextlib.suppress(Exception):
             await connection.aclose()
-    return live_listing(server.name, tools, instructions if isinstance(instructions, str) else None, prompts)
+    text = instructions if isinstance(instructions, str) else None
+    return live_listing(server.name, tools, text, prompts, resources)
 
 
 def unused_overrides(overrides: frozenset[tuple[str, str]], used: set[tuple[str, str]]) -> list[str]:

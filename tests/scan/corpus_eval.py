@@ -3,6 +3,12 @@
 Each fixture is one definition with its expected verdict (``clean``, ``soft`` or ``hard``) and
 the rules it must raise; poisoned fixtures may name other servers' tools as ``context``. The
 real servers' captured listings are benign fixtures with verdict ``clean``.
+
+The class corpus (issue 24: ``attack-classes.json``, ``hard-negatives.json``) is judged by class,
+not fixture by fixture: an attack of a hard class is caught by a hard finding, one of a soft class
+(``preference``, ``out_of_scope``) by any finding, and a negative is a false positive when it
+gets a hard finding. Each entry is a tool, a prompt or a server's instructions, and belongs to
+the ``train`` split (the rules were tuned on it) or the ``heldout`` split (they were not).
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from agentrt_proxy.scan import Finding, Listing, instructions_definition, prompt
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 REAL = ("real-filesystem.json", "real-everything.json", "real-memory.json")
+SOFT_CLASSES = ("preference", "out_of_scope")
 
 
 @dataclass(frozen=True)
@@ -77,3 +84,48 @@ def verdict(found: list[Finding]) -> str:
     if any(f.hard for f in found):
         return "hard"
     return "soft" if found else "clean"
+
+
+@dataclass(frozen=True)
+class ClassFixture:
+    id: str
+    cls: str
+    split: str
+    poisoned: bool
+    listing: Listing
+    label: str  # the definition's name as findings name it
+
+    @property
+    def soft_class(self) -> bool:
+        return self.cls in SOFT_CLASSES
+
+    def findings(self) -> list[Finding]:
+        return [f for f in scan([self.listing]).findings if f.tool == self.label]
+
+    def caught(self, found: list[Finding]) -> bool:
+        """An attack caught (a hard finding; any finding for a soft class), or a negative flagged
+        (a hard finding)."""
+        return bool(found) if self.poisoned and self.soft_class else any(f.hard for f in found)
+
+
+def _class_fixture(entry: dict[str, Any], poisoned: bool) -> ClassFixture:
+    kind = entry.get("kind", "tool")
+    if kind == "prompt":
+        definition = prompt_definition(entry["prompt"])
+        label = f"prompt:{definition.name}"
+    elif kind == "instructions":
+        definition = instructions_definition(entry["instructions"])
+        label = definition.name
+    else:
+        definition = tool_definition(entry["tool"])
+        label = definition.name
+    listing = Listing(entry["server"], (definition,))
+    return ClassFixture(entry["id"], entry["class"], entry["split"], poisoned, listing, label)
+
+
+def class_fixtures() -> list[ClassFixture]:
+    """The class corpus: every attack, then every negative."""
+    out = []
+    for name, poisoned in (("attack-classes.json", True), ("hard-negatives.json", False)):
+        out.extend(_class_fixture(e, poisoned) for e in json.loads((CORPUS / name).read_text(encoding="utf-8")))
+    return out

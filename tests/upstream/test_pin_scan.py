@@ -44,10 +44,11 @@ def _pin(config: Path, *extra: str) -> tuple[int, str, str]:
     return code, out.getvalue(), err.getvalue()
 
 
-def test_a_hard_finding_keeps_the_tool_out_of_the_manifest_and_records_why(tmp_path: Path) -> None:
+def test_a_hard_finding_keeps_the_tool_out_of_the_manifest_records_why_and_fails_the_pin(tmp_path: Path) -> None:
     config = _config(tmp_path)
-    code, out, _ = _pin(config)
-    assert code == 0
+    code, out, err = _pin(config)
+    assert code == 1  # issue 24: 0 only when everything asked for was pinned
+    assert '"add" (exfil.credential, injection.concealment, injection.hidden_tag' in err
     manifest = read_manifest(tmp_path / "fs.json")
     assert sorted(manifest.tools) == ["read_note", "search"]
     assert manifest.scan is not None
@@ -98,7 +99,7 @@ def test_an_override_naming_every_hard_rule_pins_the_tool_and_records_the_findin
 def test_an_override_of_one_rule_of_several_still_refuses_the_tool(tmp_path: Path) -> None:
     config = _config(tmp_path)
     code, out, _ = _pin(config, "-override", "add:exfil.credential")
-    assert code == 0
+    assert code == 1
     manifest = read_manifest(tmp_path / "fs.json")
     assert "add" not in manifest.tools
     assert "other hard findings remain" in out
