@@ -96,6 +96,18 @@ def _watch(args: list[str]) -> int:
     return watch.command(args)
 
 
+def _login(args: list[str]) -> int:
+    from agentrt_proxy.cli import login
+
+    return login.login_command(args)
+
+
+def _logout(args: list[str]) -> int:
+    from agentrt_proxy.cli import login
+
+    return login.logout_command(args)
+
+
 def _demo(args: list[str]) -> int:
     from agentrt_proxy.cli import demo
 
@@ -116,6 +128,8 @@ COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "verify": _verify,
     "export": _export,
     "watch": _watch,
+    "login": _login,
+    "logout": _logout,
     "demo": _demo,
 }
 

@@ -11,6 +11,7 @@ from agentrt_proxy.errors import (
 )
 
 __all__ = [
+    "AuthorizationRefused",
     "ConnectError",
     "McpError",
     "MessageTooLarge",
@@ -73,3 +74,9 @@ class SessionExpired(NotSentError):
     def __init__(self, message: str, session_id: str) -> None:
         super().__init__(message)
         self.session_id = session_id
+
+
+class AuthorizationRefused(NotSentError):
+    """The HTTP server refused the request's credentials (401, or 403 ``insufficient_scope``) and
+    no fresh token could cure it: the server did not process the request, so nothing was sent.
+    The message is the authorizer's sentence (it names the server and what the operator does)."""

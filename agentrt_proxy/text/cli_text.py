@@ -58,6 +58,9 @@ usage:
   {PROGRAM} watch (-config FILE | -db DB) [-json] [-notify] [-exec CMD]   the waiting approvals, live
   {PROGRAM} export (-config FILE | -db DB) [-since TIME] [-format jsonl|csv] [-o FILE]
   {PROGRAM} verify -file EXPORT [-head SEQ:HASH]   an export checked on its own, offline
+  {PROGRAM} login -config FILE SERVER [-no-browser]
+                                     fetch an OAuth server's token (docs/oauth.md)
+  {PROGRAM} logout -config FILE SERVER   delete a server's OAuth token
   {PROGRAM} demo [-keep]             a scripted walk through everything, no model needed
   {PROGRAM} --version
 
@@ -170,3 +173,13 @@ def usage_hint(command: str) -> str:
     mine = [line.strip() for line in USAGE.splitlines() if line.startswith(f"  {PROGRAM} {command} ")]
     shown = "".join(f"usage: {line}\n" for line in mine) or "usage:\n"
     return shown + f"run {PROGRAM} -help for every command\n"
+
+
+# login and logout (cli/login.py, docs/oauth.md): an OAuth server's token.
+LOGIN_OPEN = "open this URL in a browser to authorize server {server}:\n\n  {url}\n"
+LOGIN_WAITING = "waiting up to {seconds}s for the authorization to come back to {redirect}"
+LOGIN_DONE = "server {server}: logged in at {issuer}; {expiry}; scopes: {scopes}; the token is kept in {path}"
+LOGIN_NOT_OAUTH = 'server {server} has no "auth": {{"type": "oauth"}} in the configuration, so it needs no login'
+LOGIN_NO_SERVER = "the configuration has no server {server}"
+LOGOUT_DONE = "server {server}: its token is deleted from {path}"
+LOGOUT_NONE = "server {server}: no token was held in {path}"

@@ -89,6 +89,7 @@ class HeldConnection:
         # Lazy: the gate and the operator's commands import upstream for ToolSpec and never connect.
         from agentrt_proxy.mcp.client import open_connection
         from agentrt_proxy.mcp.spec import ServerSpec
+        from agentrt_proxy.oauth.serving import authorizer_for
 
         spec = ServerSpec(
             name=self.server.name,
@@ -99,6 +100,7 @@ class HeldConnection:
             headers=dict(self.server.headers),
             connect_timeout_ns=self.server.connect_timeout,
             max_message_bytes=self.server.max_message_bytes,
+            auth=authorizer_for(self.server),
         )
         try:
             async with open_connection(
