@@ -101,7 +101,3 @@ async def host(config: Path) -> AsyncIterator[ClientSession]:
             with anyio.fail_after(60):
                 await session.initialize()
             yield session
-
-
-def answer_text(result: Any) -> str:
-    return "".join(getattr(block, "text", "") for block in result.content)
