@@ -102,9 +102,7 @@ def _secret(value: dict[str, Any], where: str, environ: Mapping[str, str] | None
         return None
     # The value itself is never echoed: it may be the secret, written where it must not be.
     if not isinstance(text, str) or isinstance(text, Number) or not _WHOLE_REFERENCE.fullmatch(text):
-        fail(
-            f'{where}: client_secret must be "${{env:NAME}}" (read from the environment), never the secret itself'
-        )
+        fail(f'{where}: client_secret must be "${{env:NAME}}" (read from the environment), never the secret itself')
     try:
         return expand(text, environ)
     except EnvReferenceError as err:

@@ -531,9 +531,7 @@ def _make_transport(spec: ServerSpec, tg: anyio.abc.TaskGroup) -> Transport:
     from agentrt_proxy.mcp.http import HTTPTransport
 
     assert spec.endpoint is not None
-    return HTTPTransport(
-        spec.name, spec.endpoint, dict(spec.headers), max_body=spec.max_message_bytes, auth=spec.auth
-    )
+    return HTTPTransport(spec.name, spec.endpoint, dict(spec.headers), max_body=spec.max_message_bytes, auth=spec.auth)
 
 
 @contextlib.asynccontextmanager

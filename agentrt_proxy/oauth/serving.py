@@ -97,7 +97,10 @@ class OAuthAuthorizer:
                 fresh = self._refresh(used) if used else self._load()
             if fresh is not None and fresh.access_token != used:
                 return None
-            why = "no token is held" if not used else "it answered HTTP 401 and the token could not be refreshed"
+            if not used:  # no token was ever fetched (or logout deleted it)
+                self._once(operator_text.oauth_no_token(self._name, self._config))
+                return model_text.server_not_logged_in(self._name)
+            why = "it answered HTTP 401 and the token could not be refreshed"
         self._once(operator_text.oauth_login_needed(self._name, self._config, why))
         return model_text.server_needs_login(self._name)
 

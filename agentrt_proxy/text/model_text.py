@@ -502,6 +502,13 @@ def server_needs_login(server: str) -> str:
     )
 
 
+def server_not_logged_in(server: str) -> str:
+    return (
+        f"server {go_quote(server)} needs authorization, and its operator has not logged in to it yet, so nothing "
+        "was sent (the login command)"
+    )
+
+
 def server_needs_scope(server: str, scope: str) -> str:
     return (
         f"server {go_quote(server)} asks for authorization the proxy does not hold (scope {go_quote(scope)}), "

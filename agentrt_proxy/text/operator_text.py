@@ -401,6 +401,13 @@ def oauth_login_needed(server: str, config: str, why: str) -> str:
     )
 
 
+def oauth_no_token(server: str, config: str) -> str:
+    return operator_line(
+        f"server {go_quote(server)} needs OAuth and holds no token yet; its calls answer that nothing was sent "
+        f"until you run: agentrt-proxy login -config {go_quote(config)} {server}"
+    )
+
+
 def oauth_scope_needed(server: str, scope: str, config: str) -> str:
     return operator_line(
         f"server {go_quote(server)} asks for scope {go_quote(scope)} the token does not hold; its calls that need it "
@@ -415,6 +422,4 @@ def oauth_token_state(server: str, state: str, scopes: str) -> str:
 
 
 def oauth_token_missing(server: str, config: str) -> str:
-    return (
-        f"server {go_quote(server)}: no OAuth token: run agentrt-proxy login -config {go_quote(config)} {server}"
-    )
+    return f"server {go_quote(server)}: no OAuth token: run agentrt-proxy login -config {go_quote(config)} {server}"

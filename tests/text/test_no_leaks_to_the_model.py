@@ -76,6 +76,7 @@ ECHOED = {
     "name": "a tool's name",
     "remote": "a tool's name on its server",
     "server": "the server's name in the configuration",
+    "scope": "the OAuth scope a server's 403 insufficient_scope asked for (a server's word, quoted)",
     "uri": "the resource URI the host itself asked for",
     "cls": "a side-effect class",
     "outcome": "a policy outcome, or the recorded outcome a duplicate repeats",
