@@ -143,7 +143,9 @@ def auth_server(issuer: str, *, fallback: bool) -> AuthServer:
                 f"the authorization server metadata at {go_quote(url)} names no authorization or token endpoint"
             )
         named = document.get("issuer")
-        if isinstance(named, str) and named.rstrip("/") != issuer.rstrip("/"):
+        # RFC 8414 §3.3: the issuer the resource named must be the one that answers. A 2025-03-26
+        # server named none (its origin's metadata is read), so its metadata's issuer is taken as said.
+        if isinstance(named, str) and named.rstrip("/") != issuer.rstrip("/") and not fallback:
             raise OAuthError(
                 f"the authorization server metadata at {go_quote(url)} is for issuer {go_quote(named)}, "
                 f"not {go_quote(issuer)} (RFC 8414 §3.3)"
