@@ -90,6 +90,8 @@ def logout_command(argv: list[str], *, stdout: TextIO | None = None, stderr: Tex
         store = TokenFile(server.auth.token_file)
         with store.locked():
             removed = store.remove(server.name)
+    except UsageError:
+        raise  # exit 2 with the usage, as every command
     except AgentrtError as err:
         return _fail(err, err_out)
     text = cli_text.LOGOUT_DONE if removed else cli_text.LOGOUT_NONE
