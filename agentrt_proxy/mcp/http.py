@@ -178,7 +178,11 @@ class HTTPTransport:
         """``headers`` with the authorizer's credentials (in a worker thread: it may refresh)."""
         if self._auth is None:
             return headers
-        return {**headers, **self._auth.headers()}
+        try:
+            credentials = self._auth.headers()
+        except Exception as exc:  # the authorizer's own failure: nothing was written yet
+            raise NotSentError(f"the credentials for the request could not be had: {describe(exc)}") from exc
+        return {**headers, **credentials}
 
     def _write(self, method: str, body: bytes | None, headers: dict[str, str], timeout: float | None) -> Conn:
         """Write one request on a connection. Only a request the server provably never received

@@ -179,9 +179,11 @@ def auth_server(issuer: str, *, fallback: bool) -> AuthServer:
 
 def discover(endpoint: str, headers: Mapping[str, str], challenge: str | None = None) -> Discovery:
     """Everything ``login`` needs to know of the server at ``endpoint`` and its authorization server."""
+    asked = True
     if challenge is None:
         answer = probe(endpoint, headers)
-        challenge = answer.header("WWW-Authenticate") if answer.status in (401, 403) else ""
+        asked = answer.status in (401, 403)
+        challenge = answer.header("WWW-Authenticate") if asked else ""
     params = challenge_params(challenge)
     scope = params.get("scope") or None
     for url in resource_metadata_urls(endpoint, params.get("resource_metadata")):
@@ -200,6 +202,11 @@ def discover(endpoint: str, headers: Mapping[str, str], challenge: str | None = 
             )
         return Discovery(
             resource, auth_server(servers[0], fallback=False), scope, _strings(document, "scopes_supported")
+        )
+    if not asked:
+        raise OAuthError(
+            f"{go_quote(endpoint)} answered without asking for authorization and publishes no protected resource "
+            "metadata: it needs no login"
         )
     # No resource metadata: a 2025-03-26 server, its own origin the authorization server.
     return Discovery(canonical_resource(endpoint), auth_server(_origin(endpoint), fallback=True), scope)

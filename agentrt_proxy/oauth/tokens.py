@@ -67,8 +67,12 @@ class Token:
             token = cls(**{k: v for k, v in tree.items() if k in names})
         except TypeError:
             return None
-        if not all(isinstance(v, str) for v in (token.server, token.issuer, token.resource, token.access_token)):
-            return None
+        texts = (token.server, token.issuer, token.resource, token.client_id, token.access_token, token.token_endpoint)
+        if not all(isinstance(v, str) for v in texts) or not all(
+            v is None or (isinstance(v, int | float) and not isinstance(v, bool))
+            for v in (token.expires_at, token.issued_at)
+        ):
+            return None  # an entry written by hand, or by another version: as if there were none
         return token
 
 

@@ -117,6 +117,14 @@ def test_an_authorization_server_that_lists_no_s256_is_refused_before_anything_i
     assert not (tmp_path / TOKENS).exists()
 
 
+def test_login_to_a_server_that_asks_for_no_authorization_says_it_needs_none(tmp_path: Path) -> None:
+    with World(protected=False) as world:
+        done = login(write_config(tmp_path, world, OAUTH))
+        asked = [e["path"] for e in world.log]
+    assert done.returncode == 1 and "it needs no login" in done.stderr
+    assert asked == [] and not (tmp_path / TOKENS).exists()
+
+
 def test_the_client_credentials_grant_logs_in_without_a_browser_and_serves(tmp_path: Path) -> None:
     auth = {"type": "oauth", "grant": "client_credentials", "client_id": "machine", "client_secret": "${env:SECRET}"}
     with World(lifetime=1) as world:
