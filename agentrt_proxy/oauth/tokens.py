@@ -23,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agentrt_proxy.config.files import check_owned
+from agentrt_proxy.config.model import ConfigError
 from agentrt_proxy.errors import ConfigurationError
 
 __all__ = ["Token", "TokenFile", "TokenFileError"]
@@ -108,17 +110,17 @@ class TokenFile:
         return [token for token in map(Token.from_tree, entries) if token is not None]
 
     def _check(self, st: os.stat_result) -> None:
-        if not stat.S_ISREG(st.st_mode):
-            raise TokenFileError(f"token file {self.path} is not a regular file")
-        if os.name != "posix":
-            return
-        if st.st_mode & 0o077:
+        """The configuration's check (regular, the current user's, nobody else may write it), and
+        stricter: nobody else may read it either."""
+        try:
+            check_owned(self.path, st)
+        except ConfigError as err:
+            raise TokenFileError(f"token file {err}") from None
+        if os.name == "posix" and st.st_mode & 0o077:
             raise TokenFileError(
                 f"token file {self.path} has mode {stat.filemode(st.st_mode)}, which lets its group or others "
                 "read it: chmod 600 it"
             )
-        if st.st_uid != os.getuid():
-            raise TokenFileError(f"token file {self.path} is owned by uid {st.st_uid}, not by the current user")
 
     def find(self, server: str) -> Token | None:
         return next((token for token in self.read() if token.server == server), None)
