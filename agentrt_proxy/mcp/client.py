@@ -25,6 +25,7 @@ from agentrt_proxy.canonical.durations import format_go
 from agentrt_proxy.canonical.quoting import go_escape, go_quote
 from agentrt_proxy.mcp import jsonrpc
 from agentrt_proxy.mcp.errors import (
+    AuthorizationRefused,
     ConnectError,
     McpError,
     MessageTooLarge,
@@ -577,7 +578,10 @@ async def open_connection(
             if scope.cancelled_caught:
                 failure = ConnectError(f"mcp: server {q}: {phase}: timed out after {format_go(bound_ns)}{detail}")
             else:
-                failure = ConnectError(f"mcp: server {q}: {phase}: {go_escape(str(error))}{detail}")
+                refusal = str(error) if isinstance(error, AuthorizationRefused) else None
+                failure = ConnectError(
+                    f"mcp: server {q}: {phase}: {go_escape(str(error))}{detail}", authorization=refusal
+                )
             tg.cancel_scope.cancel()
         else:
             try:

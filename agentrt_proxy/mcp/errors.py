@@ -34,7 +34,12 @@ class ServerSpecError(ConfigurationError):
 
 class ConnectError(McpError, UpstreamNotSent):
     """Connecting, the handshake or the first listing failed (names server and phase): no tool
-    call was sent on the connection, so nothing can have executed."""
+    call was sent on the connection, so nothing can have executed. ``authorization``: the
+    server refused the credentials, and this is the authorizer's sentence for it."""
+
+    def __init__(self, message: str, *, authorization: str | None = None) -> None:
+        super().__init__(message)
+        self.authorization = authorization
 
 
 class TransportError(UpstreamError):

@@ -260,6 +260,7 @@ class _Outcome:
     report: Report | None = None
     error: str | None = None  # fatal: the configuration's to fix
     down: str | None = None  # the server did not answer: served from its manifest (keep_down)
+    refusal: str | None = None  # it refused the credentials: what a call to it answers (oauth.serving)
 
 
 async def _open_one(
@@ -279,6 +280,7 @@ async def _open_one(
     except Exception as err:  # a connect or listing failure, already naming the server
         message = str(err) or f"mcp: server {escaping.go_quote(server.name)}: {type(err).__name__}"
         if keep_down:
+            outcome.refusal = getattr(err, "authorization", None)
             await _offer_pinned(config, server, manifest, message, outcome)
         else:
             outcome.error = message
@@ -334,6 +336,7 @@ def _supervisors(config: Config, outcomes: Sequence[_Outcome], connector: Connec
             offered=[tool.remote for tool in outcome.tools],
             held=outcome.connection,
             down=outcome.down,
+            refusal=outcome.refusal,
         )
         for tool in outcome.tools:
             tool.upstream = supervisor

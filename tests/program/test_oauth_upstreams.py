@@ -313,3 +313,26 @@ async def test_no_token_or_code_appears_anywhere_but_the_token_file(tmp_path: Pa
     assert leaks == []
     held = (tmp_path / TOKENS).read_text()
     assert any(secret in held for secret in secrets)  # the walk would have found them
+
+
+async def test_a_server_without_a_token_at_start_answers_naming_login_and_serves_once_logged_in(
+    tmp_path: Path,
+) -> None:
+    with World() as world:
+        config = logged_in(tmp_path, world)
+        assert run_program(["logout", "-config", str(config), "notes"], timeout=60).returncode == 0
+        async with host(config) as session:
+            refused = await session.call_tool("notes_read_note", {})
+            assert world.calls == []
+            assert login(config).returncode == 0  # while serving: the supervisor's next start reads it
+            for _ in range(120):  # its backoff: 1 s, 2 s, 4 s ... between starts
+                answer = await session.call_tool("notes_read_note", {})
+                if not is_error(answer):
+                    break
+                await anyio.sleep(0.5)
+        calls = [name for name, _ in world.calls]
+    assert is_error(refused) and "has not logged in" in text_of(refused) and "login" in text_of(refused)
+    assert (text_of(answer), is_error(answer)) == ("read_note done", False)
+    assert calls == ["read_note"]
+    stderr = (tmp_path / "serve.stderr").read_text()
+    assert "agentrt-proxy login -config" in stderr
