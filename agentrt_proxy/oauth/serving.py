@@ -34,6 +34,11 @@ BEARER = "Bearer "
 
 Report = Callable[[str], None]
 
+# The operator's lines already written, per token file and server, across the authorizers of
+# one process: each new connection (the supervisor's next start) gets a new authorizer, and
+# the operator is told once, not at every try. Emptied when a token works again.
+_REPORTED: dict[tuple[str, str], set[str]] = {}
+
 
 def _stderr(line: str) -> None:
     sys.stderr.write(line)
@@ -70,7 +75,7 @@ class OAuthAuthorizer:
         self._report = report
         self._lock = threading.Lock()  # one refresh at a time in this process; the file lock across them
         self._token: Token | None = None
-        self._reported: set[str] = set()
+        self._reported = _REPORTED.setdefault((str(server.auth.token_file), server.name), set())
 
     # ------------------------------------------------------------------ the wire's questions
 
@@ -112,6 +117,8 @@ class OAuthAuthorizer:
         except TokenFileError as err:
             self._once(operator_text.operator_line(str(err)))
             self._token = None
+        if self._token is not None and operator_text.oauth_no_token(self._name, self._config) in self._reported:
+            self._reported.clear()  # a login since: a later failure is news again
         return self._token
 
     def _refresh(self, used: str) -> Token | None:
