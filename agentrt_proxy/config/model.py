@@ -131,6 +131,7 @@ class OAuthConfig:
     config_path: Path
     client_id: str | None = None
     client_secret: str | None = None
+    private_key: str | None = None  # a PEM (read from the environment): private_key_jwt with ES256
     scopes: tuple[str, ...] = ()
     client_metadata_url: str | None = None
     redirect_port: int | None = None

@@ -28,7 +28,16 @@ from agentrt_proxy.config.model import (
 
 _WHOLE_REFERENCE = re.compile(r"\$\{env:[A-Za-z_][A-Za-z0-9_]*\}")
 _SCOPE = re.compile(r"[\x21\x23-\x5b\x5d-\x7e]+")  # RFC 6749 §3.3 scope-token
-_FIELDS = ("type", "client_id", "client_secret", "scopes", "client_metadata_url", "redirect_port", "grant")
+_FIELDS = (
+    "type",
+    "client_id",
+    "client_secret",
+    "private_key",
+    "scopes",
+    "client_metadata_url",
+    "redirect_port",
+    "grant",
+)
 
 Fail = Callable[[str], NoReturn]
 
@@ -64,14 +73,18 @@ def auth(
         shown = kind if isinstance(kind, str) else ""
         fail(f'{where}: type {go_quote(shown)} is not "oauth" (the one kind of auth there is)')
     client_id = _string(value, "client_id", where, fail)
-    secret = _secret(value, where, environ, fail)
+    secret = _secret(value, "client_secret", where, environ, fail)
+    private_key = _secret(value, "private_key", where, environ, fail)
     grant = _string(value, "grant", where, fail) or AUTHORIZATION_CODE
     if grant not in OAUTH_GRANTS:
         fail(f"{where}: grant {go_quote(grant)} is not authorization_code or client_credentials")
-    if grant == CLIENT_CREDENTIALS and (client_id is None or "client_secret" not in value):
-        fail(f"{where}: the client_credentials grant needs client_id and client_secret")
-    if secret is not None and client_id is None:
-        fail(f"{where}: client_secret needs the client_id it belongs to")
+    if grant == CLIENT_CREDENTIALS and (client_id is None or not ({"client_secret", "private_key"} & set(value))):
+        fail(f"{where}: the client_credentials grant needs client_id and client_secret (or private_key)")
+    for name in ("client_secret", "private_key"):
+        if name in value and client_id is None:
+            fail(f"{where}: {name} needs the client_id it belongs to")
+    if "client_secret" in value and "private_key" in value:
+        fail(f"{where}: client_secret and private_key are two ways to authenticate the client: give one")
     metadata_url = _string(value, "client_metadata_url", where, fail)
     if metadata_url is not None:
         _check_metadata_url(metadata_url, where, fail)
@@ -80,6 +93,7 @@ def auth(
         config_path=config_path,
         client_id=client_id,
         client_secret=secret,
+        private_key=private_key,
         scopes=_scopes(value.get("scopes"), where, fail),
         client_metadata_url=metadata_url,
         redirect_port=_port(value.get("redirect_port"), where, fail),
@@ -96,17 +110,17 @@ def _string(value: dict[str, Any], name: str, where: str, fail: Fail) -> str | N
     return text
 
 
-def _secret(value: dict[str, Any], where: str, environ: Mapping[str, str] | None, fail: Fail) -> str | None:
-    text = value.get("client_secret")
+def _secret(value: dict[str, Any], name: str, where: str, environ: Mapping[str, str] | None, fail: Fail) -> str | None:
+    text = value.get(name)
     if text is None:
         return None
     # The value itself is never echoed: it may be the secret, written where it must not be.
     if not isinstance(text, str) or isinstance(text, Number) or not _WHOLE_REFERENCE.fullmatch(text):
-        fail(f'{where}: client_secret must be "${{env:NAME}}" (read from the environment), never the secret itself')
+        fail(f'{where}: {name} must be "${{env:NAME}}" (read from the environment), never the secret itself')
     try:
         return expand(text, environ)
     except EnvReferenceError as err:
-        fail(f"{where}: client_secret: {err}")
+        fail(f"{where}: {name}: {err}")
 
 
 def _scopes(value: Any, where: str, fail: Fail) -> tuple[str, ...]:

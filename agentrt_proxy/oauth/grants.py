@@ -2,7 +2,8 @@
 
 Each carries the RFC 8707 ``resource``. The client authenticates as its registration says, or
 as the authorization server offers: ``client_secret_basic`` by preference, ``client_secret_post``,
-or ``none`` (a public client with PKCE) when it holds no secret.
+or ``none`` (a public client with PKCE) when it holds no secret; with a private key instead of
+a secret, a signed JWT assertion (``private_key_jwt``, ES256: ``jwt_assertion``).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from agentrt_proxy.oauth.wire import OAuthError
 
 __all__ = ["Client", "RefreshRefused", "auth_method", "client_credentials", "exchange_code", "refresh"]
 
-BASIC, POST, NONE = "client_secret_basic", "client_secret_post", "none"
+BASIC, POST, NONE, JWT = "client_secret_basic", "client_secret_post", "none", "private_key_jwt"
 
 
 class RefreshRefused(OAuthError):
@@ -32,10 +33,13 @@ class Client:
     client_id: str
     client_secret: str | None = None
     auth_method: str = NONE
+    private_key: str | None = None  # a PEM, for private_key_jwt
 
 
-def auth_method(server: AuthServer, secret: str | None, registered: str | None = None) -> str:
-    """How a client with ``secret`` (or none) authenticates at ``server``'s token endpoint."""
+def auth_method(server: AuthServer, secret: str | None, registered: str | None = None, *, key: bool = False) -> str:
+    """How a client with ``secret`` (or none, or a private ``key``) authenticates at ``server``'s token endpoint."""
+    if key:
+        return JWT
     if registered in (BASIC, POST, NONE):
         return registered
     if secret is None:
@@ -45,9 +49,15 @@ def auth_method(server: AuthServer, secret: str | None, registered: str | None =
     return BASIC
 
 
-def _request(endpoint: str, fields: dict[str, str], client: Client) -> dict[str, Any]:
+def _request(endpoint: str, fields: dict[str, str], client: Client, audience: str) -> dict[str, Any]:
     basic = None
-    if client.auth_method == BASIC and client.client_secret is not None:
+    if client.auth_method == JWT and client.private_key is not None:
+        from agentrt_proxy.oauth.jwt_assertion import ASSERTION_TYPE, assertion, private_scalar
+
+        fields["client_id"] = client.client_id
+        fields["client_assertion_type"] = ASSERTION_TYPE
+        fields["client_assertion"] = assertion(client.client_id, audience, private_scalar(client.private_key))
+    elif client.auth_method == BASIC and client.client_secret is not None:
         basic = (client.client_id, client.client_secret)
     else:
         fields["client_id"] = client.client_id
@@ -132,7 +142,7 @@ def exchange_code(
         "resource": resource,
     }
     now = time.time()
-    document = _request(server.token_endpoint, fields, client)
+    document = _request(server.token_endpoint, fields, client, server.issuer)
     return _token(document, server_name, server, resource, client, "authorization_code", scope, now)
 
 
@@ -141,14 +151,16 @@ def client_credentials(server_name: str, server: AuthServer, client: Client, res
     if scope:
         fields["scope"] = scope
     now = time.time()
-    document = _request(server.token_endpoint, fields, client)
+    document = _request(server.token_endpoint, fields, client, server.issuer)
     return _token(document, server_name, server, resource, client, "client_credentials", scope, now)
 
 
-def refresh(token: Token, secret: str | None) -> Token:
+def refresh(token: Token, secret: str | None, private_key: str | None = None) -> Token:
     """A fresh access token for ``token``: with its refresh token, or (client credentials) anew.
     A refresh token the server did not rotate stays the one held."""
-    client = Client(token.client_id, secret if secret is not None else token.client_secret, token.auth_method)
+    client = Client(
+        token.client_id, secret if secret is not None else token.client_secret, token.auth_method, private_key
+    )
     fields = {"resource": token.resource}
     if token.grant == "client_credentials":
         fields["grant_type"] = "client_credentials"
@@ -159,7 +171,7 @@ def refresh(token: Token, secret: str | None) -> Token:
     if token.scope and token.grant == "client_credentials":
         fields["scope"] = token.scope
     now = time.time()
-    document = _request(token.token_endpoint, fields, client)
+    document = _request(token.token_endpoint, fields, client, token.issuer)
     new_refresh = document.get("refresh_token")
     scope = document.get("scope")
     return replace(

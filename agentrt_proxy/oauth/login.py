@@ -99,7 +99,8 @@ def _register(server: AuthServer, redirect_uri: str) -> Client:
 def identify(name: str, auth: OAuthConfig, server: AuthServer, redirect_uri: str) -> tuple[Client, bool]:
     """The client's identity, in the specification's order; and whether registration issued it."""
     if auth.client_id is not None:
-        return Client(auth.client_id, auth.client_secret, auth_method(server, auth.client_secret)), False
+        method = auth_method(server, auth.client_secret, key=auth.private_key is not None)
+        return Client(auth.client_id, auth.client_secret, method, auth.private_key), False
     if auth.client_metadata_url is not None and server.client_metadata_documents:
         return Client(auth.client_metadata_url), False
     if server.registration_endpoint is not None:
@@ -151,8 +152,7 @@ def login(server: ServerConfig, *, show_url: Say, browser: bool, wait: float = L
     found = discover(server.endpoint, server.headers)
     scope = choose_scope(auth, found, held)
     if auth.grant == CLIENT_CREDENTIALS:
-        assert auth.client_id is not None
-        client = Client(auth.client_id, auth.client_secret, auth_method(found.server, auth.client_secret))
+        client, _ = identify(server.name, auth, found.server, "")
         token = client_credentials(server.name, found.server, client, found.resource, scope)
     else:
         token = _authorize(server.name, auth, found, scope, show_url, browser, wait)

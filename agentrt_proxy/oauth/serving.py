@@ -70,6 +70,7 @@ class OAuthAuthorizer:
         assert server.auth is not None
         self._name = server.name
         self._secret = server.auth.client_secret
+        self._private_key = server.auth.private_key
         self._config = str(server.auth.config_path)
         self._file = TokenFile(server.auth.token_file)
         self._report = report
@@ -133,7 +134,7 @@ class OAuthAuthorizer:
                 if stored.access_token != used and not stored.expires_within(margin(stored), time.time()):
                     self._token = stored
                     return stored
-                fresh = grants.refresh(stored, self._secret)
+                fresh = grants.refresh(stored, self._secret, self._private_key)
                 self._file.put(fresh)
         except grants.RefreshRefused:
             return None

@@ -49,6 +49,9 @@ REFUSED = [
     ({"type": "oauth", "client_metadata_url": "http://client.example/meta.json"}, "must be an https:// URL"),
     ({"type": "oauth", "client_metadata_url": "https://client.example"}, "must name a document"),
     ({"type": "oauth", "token": "abc"}, 'unknown field "token" in server "docs": auth'),
+    ({"type": "oauth", "client_id": "a", "private_key": "-----BEGIN"}, 'private_key must be "${env:NAME}"'),
+    ({"type": "oauth", "private_key": "${env:HOME}"}, "private_key needs the client_id"),
+    ({"type": "oauth", "client_id": "a", "private_key": "${env:HOME}", "client_secret": "${env:HOME}"}, "give one"),
 ]
 
 

@@ -5,9 +5,7 @@ with a scripted host calling a tool (issue 26). One scenario a test, one after a
 once (``--suite auth``), the suite's own 30 s limit per client is too short on a loaded machine.
 
 The TypeScript SDK's example client (the conformance repository's everything-client at v0.1.16)
-passes every scenario listed here, ``client-credentials-jwt`` included; this client does not
-sign JWT client assertions (no ES256 in the standard library, and no new dependency), so that
-one is left out (docs/oauth.md).
+passes every scenario listed here; so does the proxy.
 """
 
 from __future__ import annotations
@@ -46,6 +44,7 @@ SCENARIOS = [
     "auth/offline-access-scope",
     "auth/offline-access-not-supported",
     "auth/client-credentials-basic",
+    "auth/client-credentials-jwt",
 ]
 
 
