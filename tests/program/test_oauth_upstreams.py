@@ -246,6 +246,7 @@ def test_two_proxies_refreshing_the_same_token_at_once_both_end_with_a_live_toke
     with World(rotate=True) as world:
         config = logged_in(tmp_path, world)
         world.expire_all()
+        world.refresh_delay = 3.0  # the first refresh is still in flight when the second proxy wants one
         held = tokens_held(tmp_path)[0]
         (tmp_path / TOKENS).write_text(json.dumps({"version": 1, "tokens": [{**held, "expires_at": 0}]}))
         env = target_env(checked_target())
