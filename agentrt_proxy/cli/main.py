@@ -108,6 +108,18 @@ def _console(args: list[str]) -> int:
     return console.command(args)
 
 
+def _login(args: list[str]) -> int:
+    from agentrt_proxy.cli import login
+
+    return login.login_command(args)
+
+
+def _logout(args: list[str]) -> int:
+    from agentrt_proxy.cli import login
+
+    return login.logout_command(args)
+
+
 def _demo(args: list[str]) -> int:
     from agentrt_proxy.cli import demo
 
@@ -130,6 +142,8 @@ COMMANDS: dict[str, Callable[[list[str]], int]] = {
     "export": _export,
     "watch": _watch,
     "console": _console,
+    "login": _login,
+    "logout": _logout,
     "demo": _demo,
 }
 

@@ -269,6 +269,22 @@ def _write_reports(reports: Sequence[LoadReport], stdout: TextIO) -> None:
             stdout.write(line + "\n")
 
 
+def _write_token_states(config: Config, config_path: str, stdout: TextIO) -> None:
+    """What each OAuth server's token is (docs/oauth.md): missing, expired, about to expire, held."""
+    import time
+
+    from agentrt_proxy.oauth.serving import token_state
+
+    for server in config.servers:
+        if server.auth is None:
+            continue
+        state = token_state(server, time.time())
+        if state is None:
+            stdout.write(operator_text.oauth_token_missing(server.name, config_path) + "\n")
+        else:
+            stdout.write(escaping.sanitize(operator_text.oauth_token_state(server.name, *state)) + "\n")
+
+
 def check_command(
     argv: list[str],
     *,
@@ -287,6 +303,8 @@ def check_command(
     try:
         config = load_config(config_path)
         check_database_file(config.database)
+        if not as_json:
+            _write_token_states(config, config_path, out)
         scan_failures: list[str] = []
         down = anyio.run(_check, config, out, connector, config_path, as_json, scan_failures)
     except (ConfigError, OpenError) as err:

@@ -21,7 +21,7 @@ from agentrt_proxy import canonical
 from agentrt_proxy.canonical import JSONBoundaryError, Number
 from agentrt_proxy.canonical.durations import DurationError, format_go, parse_go
 from agentrt_proxy.canonical.quoting import go_quote
-from agentrt_proxy.config import budget_fields
+from agentrt_proxy.config import budget_fields, oauth_fields
 from agentrt_proxy.config.env_refs import EnvReferenceError, expand, has_reference
 from agentrt_proxy.config.files import read_owned
 from agentrt_proxy.config.model import (
@@ -205,7 +205,7 @@ def _build(tree: Any, path: Path, errors: _Errors, environ: Mapping[str, str] | 
         errors.fail(f"status_tool {go_quote(status_tool)} does not match ^[a-zA-Z0-9_-]{{1,64}}$")
 
     max_message_bytes = _max_message_bytes(max_message_value, errors)
-    servers = _servers(servers_value, base, errors, environ, max_message_bytes)
+    servers = _servers(servers_value, base, errors, environ, max_message_bytes, _absolute(base, database))
     budgets = budget_fields.budgets(budgets_value, servers, errors.fail)
     return Config(
         path=path,
@@ -291,7 +291,12 @@ def _byte_size(
 
 
 def _servers(
-    values: list[Any], base: Path, errors: _Errors, environ: Mapping[str, str] | None, max_message_bytes: int
+    values: list[Any],
+    base: Path,
+    errors: _Errors,
+    environ: Mapping[str, str] | None,
+    max_message_bytes: int,
+    database: Path,
 ) -> tuple[ServerConfig, ...]:
     servers: list[ServerConfig] = []
     names: set[str] = set()
@@ -314,6 +319,7 @@ def _servers(
         prompt_names_value = entry.get("prompt_names")
         trust_value = entry.string("trust")
         forward_value = entry.get("forward")
+        auth_value = entry.get("auth")
         entry.finish()
 
         if not name:
@@ -338,6 +344,15 @@ def _servers(
                 errors.fail(f"server {go_quote(name)}: env and inherit_env apply only to a stdio server (command)")
         elif headers:
             errors.fail(f"server {go_quote(name)}: headers apply only to a streamable HTTP server (endpoint)")
+        auth = oauth_fields.auth(
+            name,
+            auth_value,
+            http=endpoint is not None,
+            database=database,
+            config_path=errors.path,
+            environ=environ,
+            fail=errors.fail,
+        )
         servers.append(
             ServerConfig(
                 name=name,
@@ -357,6 +372,7 @@ def _servers(
                 max_message_bytes=max_message_bytes,
                 trust=budget_fields.trust(name, trust_value, errors.fail),
                 forward=_forward(name, forward_value, errors),
+                auth=auth,
             )
         )
     return tuple(servers)

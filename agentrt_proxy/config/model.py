@@ -119,6 +119,29 @@ class Budget:
         return entry
 
 
+AUTHORIZATION_CODE = "authorization_code"
+CLIENT_CREDENTIALS = "client_credentials"
+OAUTH_GRANTS = (AUTHORIZATION_CODE, CLIENT_CREDENTIALS)
+TOKEN_FILE_SUFFIX = ".oauth-tokens.json"  # beside the database: ``proxy.db.oauth-tokens.json``
+
+
+@dataclass(frozen=True)
+class OAuthConfig:
+    """An HTTP server's ``"auth": {"type": "oauth", ...}`` (docs/oauth.md). ``client_secret`` is
+    read from the environment when the file is loaded and is never shown; the tokens live in
+    ``token_file`` beside the database, never in the configuration."""
+
+    token_file: Path
+    config_path: Path
+    client_id: str | None = None
+    client_secret: str | None = None
+    private_key: str | None = None  # a PEM (read from the environment): private_key_jwt with ES256
+    scopes: tuple[str, ...] = ()
+    client_metadata_url: str | None = None
+    redirect_port: int | None = None
+    grant: str = AUTHORIZATION_CODE
+
+
 @dataclass(frozen=True)
 class ServerConfig:
     name: str
@@ -140,6 +163,9 @@ class ServerConfig:
     # The server's requests the proxy relays to the host (docs/hosts.md, "forward"): "elicitation",
     # "sampling"; every other request of a server is refused at once.
     forward: tuple[str, ...] = ()
+
+
+    auth: OAuthConfig | None = None  # an HTTP server's OAuth client (None: static headers alone)
 
     # The top-level max_message_bytes, copied onto each server so whatever connects one needs
     # nothing else of the configuration.

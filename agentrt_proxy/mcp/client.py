@@ -24,6 +24,7 @@ from agentrt_proxy.canonical.durations import format_go
 from agentrt_proxy.canonical.quoting import go_escape, go_quote
 from agentrt_proxy.mcp import jsonrpc
 from agentrt_proxy.mcp.errors import (
+    AuthorizationRefused,
     ConnectError,
     HTTPStatusError,
     McpError,
@@ -511,7 +512,7 @@ def _make_transport(spec: ServerSpec, tg: anyio.abc.TaskGroup) -> Transport:
     from agentrt_proxy.mcp.http import HTTPTransport
 
     assert spec.endpoint is not None
-    return HTTPTransport(spec.name, spec.endpoint, dict(spec.headers), max_body=spec.max_message_bytes)
+    return HTTPTransport(spec.name, spec.endpoint, dict(spec.headers), max_body=spec.max_message_bytes, auth=spec.auth)
 
 
 @contextlib.asynccontextmanager
@@ -557,7 +558,10 @@ async def open_connection(
             if scope.cancelled_caught:
                 failure = ConnectError(f"mcp: server {q}: {phase}: timed out after {format_go(bound_ns)}{detail}")
             else:
-                failure = ConnectError(f"mcp: server {q}: {phase}: {go_escape(str(error))}{detail}")
+                refusal = str(error) if isinstance(error, AuthorizationRefused) else None
+                failure = ConnectError(
+                    f"mcp: server {q}: {phase}: {go_escape(str(error))}{detail}", authorization=refusal
+                )
             tg.cancel_scope.cancel()
         else:
             try:

@@ -11,6 +11,7 @@ from agentrt_proxy.errors import (
 )
 
 __all__ = [
+    "AuthorizationRefused",
     "ConnectError",
     "McpError",
     "MessageTooLarge",
@@ -33,7 +34,12 @@ class ServerSpecError(ConfigurationError):
 
 class ConnectError(McpError, UpstreamNotSent):
     """Connecting, the handshake or the first listing failed (names server and phase): no tool
-    call was sent on the connection, so nothing can have executed."""
+    call was sent on the connection, so nothing can have executed. ``authorization``: the
+    server refused the credentials, and this is the authorizer's sentence for it."""
+
+    def __init__(self, message: str, *, authorization: str | None = None) -> None:
+        super().__init__(message)
+        self.authorization = authorization
 
 
 class TransportError(UpstreamError):
@@ -86,3 +92,9 @@ class HTTPStatusError(TransportError, UpstreamProtocolError):
     def __init__(self, message: str, status: int) -> None:
         super().__init__(message)
         self.status = status
+
+
+class AuthorizationRefused(NotSentError):
+    """The HTTP server refused the request's credentials (401, or 403 ``insufficient_scope``) and
+    no fresh token could cure it: the server did not process the request, so nothing was sent.
+    The message is the authorizer's sentence (it names the server and what the operator does)."""

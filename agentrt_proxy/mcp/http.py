@@ -23,6 +23,12 @@ the server's ``retry:`` time (1 s if it sent none) the client GETs the endpoint 
 ``Last-Event-ID`` and reads on until the answer arrives. A stream that carried no event
 id cannot be resumed, so it fails the request at once rather than leave it waiting.
 ``listen`` opens the session's standalone GET stream (``http_listen``).
+
+A server behind authorization (``http_auth``): every request carries the authorizer's headers,
+taken in the worker thread just before it is written. A 401, or a 403 asking for more scope,
+means the server did not process the request: it goes once more with fresh headers when the
+authorizer says a new token may cure it, and otherwise fails as not sent
+(``AuthorizationRefused``), never as an unknown outcome.
 """
 
 from __future__ import annotations
@@ -42,6 +48,7 @@ import anyio.to_thread
 
 from agentrt_proxy.canonical.quoting import go_escape
 from agentrt_proxy.mcp.errors import (
+    AuthorizationRefused,
     HTTPStatusError,
     MessageTooLarge,
     NotSentError,
@@ -49,6 +56,7 @@ from agentrt_proxy.mcp.errors import (
     SessionExpired,
     TransportError,
 )
+from agentrt_proxy.mcp.http_auth import Authorizer, is_scope_challenge
 from agentrt_proxy.mcp.http_listen import Listener
 from agentrt_proxy.mcp.http_pool import Conn, Pool, describe
 from agentrt_proxy.mcp.spans import top_level_id
@@ -76,6 +84,15 @@ class _BodyTooLarge(MessageTooLarge):
     """The server's answer is longer than the body limit: it broke what this client accepts."""
 
 
+class _Challenged(TransportError):
+    """The server refused the request's credentials (401, or 403 insufficient_scope): it did not
+    process the request. Caught by ``_post``, which asks the authorizer what to do."""
+
+    def __init__(self, status: int, reason: str, challenge: str) -> None:
+        super().__init__(f"the server answered HTTP {status} {go_escape(reason)}")
+        self.status, self.challenge = status, challenge
+
+
 class _LostMidAnswer(SessionClosed):
     """The session vanished while a request's answer was being resumed: that request's outcome is
     unknown, but the transport lives on (the next request finds the session gone and renews it)."""
@@ -93,6 +110,7 @@ class HTTPTransport:
         headers: dict[str, str] | None = None,
         *,
         max_body: int = MAX_RESPONSE_BODY_BYTES,
+        auth: Authorizer | None = None,
     ) -> None:
         parts = urlsplit(endpoint)
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -103,6 +121,7 @@ class HTTPTransport:
         self._port = parts.port
         self._path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
         self._headers = dict(headers or {})
+        self._auth = auth
         self._max_body = max_body
         self._pool = Pool(self._host, self._port, https=self._https, connect_timeout=CONNECT_TIMEOUT)
         self._listener: Listener | None = None
@@ -158,6 +177,16 @@ class HTTPTransport:
             headers["MCP-Protocol-Version"] = self.protocol_version
         return headers
 
+    def _authorized(self, headers: dict[str, str]) -> dict[str, str]:
+        """``headers`` with the authorizer's credentials (in a worker thread: it may refresh)."""
+        if self._auth is None:
+            return headers
+        try:
+            credentials = self._auth.headers()
+        except Exception as exc:  # the authorizer's own failure: nothing was written yet
+            raise NotSentError(f"the credentials for the request could not be had: {describe(exc)}") from exc
+        return {**headers, **credentials}
+
     def _write(self, method: str, body: bytes | None, headers: dict[str, str], timeout: float | None) -> Conn:
         """Write one request on a connection. Only a request the server provably never received
         is written again: one whose first byte could not be written on a reused connection (the
@@ -182,6 +211,28 @@ class HTTPTransport:
                 conn = None
 
     def _post(self, data: bytes, headers: dict[str, str], expects_answer: bool, timeout: float | None) -> None:
+        """POST ``data``; a refusal of its credentials is judged by the authorizer: written once
+        more with fresh headers, or failed as not sent."""
+        sent = self._authorized(headers)
+        try:
+            self._post_once(data, sent, expects_answer, timeout)
+            return
+        except _Challenged as refusal:
+            verdict = self._verdict(refusal, sent, final=False)
+        if verdict is not None:
+            raise AuthorizationRefused(verdict)
+        sent = self._authorized(headers)
+        try:
+            self._post_once(data, sent, expects_answer, timeout)
+        except _Challenged as refusal:
+            raise AuthorizationRefused(self._verdict(refusal, sent, final=True) or str(refusal)) from None
+
+    def _verdict(self, refusal: _Challenged, sent: dict[str, str], *, final: bool) -> str | None:
+        if self._auth is None:
+            return f"{refusal}: the server needs authorization"
+        return self._auth.rejected(refusal.status, refusal.challenge, sent, final=final)
+
+    def _post_once(self, data: bytes, headers: dict[str, str], expects_answer: bool, timeout: float | None) -> None:
         conn = self._write("POST", data, headers, timeout)
         resp: http.client.HTTPResponse | None = None
         reusable = False
@@ -236,7 +287,7 @@ class HTTPTransport:
                 tries = 0  # the stream moved on: a server that polls may close it again
 
     def _get(self, msg_id: int, end: _StreamEnd, timeout: float | None) -> _StreamEnd:
-        headers = self._request_headers(False)
+        headers = self._authorized(self._request_headers(False))
         headers["Accept"] = "text/event-stream"
         assert end.last_event_id is not None
         headers["Last-Event-ID"] = end.last_event_id
@@ -285,6 +336,9 @@ class HTTPTransport:
             return not resp.will_close, None
         if status >= 400:
             body = self._read_body(resp)
+            challenge = resp.getheader("WWW-Authenticate") or ""
+            if status == 401 or is_scope_challenge(status, challenge):
+                raise _Challenged(status, resp.reason, challenge)
             if sent_session is not None and _session_gone(status, body):
                 raise SessionExpired(f"the server no longer knows the session (HTTP {status})", sent_session, status)
             if self._deliver_error(body):
@@ -383,6 +437,7 @@ class HTTPTransport:
             self._path,
             self._request_headers(False),
             self._dispatch,
+            auth=self._auth.headers if self._auth is not None else None,
             max_event=self._max_body,
             name=f"mcp-http-get {self._server}",
         )
@@ -412,7 +467,7 @@ class HTTPTransport:
         else:
             conn = http.client.HTTPConnection(self._host, self._port, timeout=DELETE_TIMEOUT)
         try:
-            conn.request("DELETE", self._path, headers=self._request_headers(False))
+            conn.request("DELETE", self._path, headers=self._authorized(self._request_headers(False)))
             conn.getresponse().read()  # 405 (no session deletion) is fine too
         finally:
             conn.close()

@@ -50,8 +50,10 @@ class Listener:
         *,
         max_event: int,
         name: str,
+        auth: Callable[[], dict[str, str]] | None = None,
     ) -> None:
         self._pool, self._path, self._headers = pool, path, dict(headers)
+        self._auth = auth  # the credentials, taken afresh for each GET (a token is refreshed meanwhile)
         self._dispatch, self._max_event = dispatch, max_event
         self._stopped = threading.Event()
         self._conn: Conn | None = None
@@ -104,6 +106,8 @@ class Listener:
             return _Verdict.STOP
         try:
             headers = dict(self._headers)
+            if self._auth is not None:
+                headers.update(self._auth())
             headers["Accept"] = "text/event-stream"
             if self._last_id is not None:
                 headers["Last-Event-ID"] = self._last_id

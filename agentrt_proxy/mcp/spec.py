@@ -6,6 +6,7 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from agentrt_proxy.canonical.quoting import go_quote
 from agentrt_proxy.mcp.errors import ServerSpecError
@@ -59,6 +60,11 @@ class ServerSpec:
     connect_timeout_ns: int = 0  # 0: DEFAULT_CONNECT_TIMEOUT_NS
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     forward: Sequence[str] = ()
+
+
+    # An HTTP server's authorizer (``mcp.http_auth.Authorizer``): its headers ride on every
+    # request, and it judges a 401 or a 403 insufficient_scope. None: the static headers alone.
+    auth: Any = field(default=None, compare=False)
 
     def validate(self) -> None:
         """Raise ``ServerSpecError`` with the original's wording for an unusable entry."""

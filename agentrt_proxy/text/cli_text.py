@@ -66,6 +66,9 @@ usage:
                                      the approvals and runs in a browser, on 127.0.0.1 only
   {PROGRAM} export (-config FILE | -db DB) [-since TIME] [-format jsonl|csv] [-o FILE]
   {PROGRAM} verify -file EXPORT [-head SEQ:HASH]   an export checked on its own, offline
+  {PROGRAM} login -config FILE SERVER [-no-browser]
+                                     fetch an OAuth server's token (docs/oauth.md)
+  {PROGRAM} logout -config FILE SERVER   delete a server's OAuth token
   {PROGRAM} demo [-keep]             a scripted walk through everything, no model needed
   {PROGRAM} --version
 
@@ -197,3 +200,13 @@ def unexpected_error(command: str, err: BaseException, traceback_file: str | Non
         f"{PROGRAM}: {command}: unexpected error ({type(err).__name__}: {what}); this is a bug in "
         f"{PROGRAM}, not in your input; {where}\n"
     )
+
+
+# login and logout (cli/login.py, docs/oauth.md): an OAuth server's token.
+LOGIN_OPEN = "open this URL in a browser to authorize server {server}:\n\n  {url}\n"
+LOGIN_WAITING = "waiting up to {seconds}s for the authorization to come back to {redirect}"
+LOGIN_DONE = "server {server}: logged in at {issuer}; {expiry}; scopes: {scopes}; the token is kept in {path}"
+LOGIN_NOT_OAUTH = 'server {server} has no "auth": {{"type": "oauth"}} in the configuration, so it needs no login'
+LOGIN_NO_SERVER = "the configuration has no server {server}"
+LOGOUT_DONE = "server {server}: its token is deleted from {path}"
+LOGOUT_NONE = "server {server}: no token was held in {path}"

@@ -516,3 +516,32 @@ def tool_unpinned(server: str, remote: str, reason: str) -> str:
         f"({clean(reason, 160)}): the tool changed, and an operator must review the change before it "
         "can be called again"
     )
+
+
+# An OAuth server that refuses the proxy's credentials (oauth/serving.py): the call is not sent.
+def server_needs_login(server: str) -> str:
+    return (
+        f"server {go_quote(server)} refused the proxy's authorization and it could not be renewed, so nothing "
+        "was sent: the server needs its operator to log in to it again (the login command)"
+    )
+
+
+def server_not_logged_in(server: str) -> str:
+    return (
+        f"server {go_quote(server)} needs authorization, and its operator has not logged in to it yet, so nothing "
+        "was sent (the login command)"
+    )
+
+
+def server_needs_scope(server: str, scope: str) -> str:
+    return (
+        f"server {go_quote(server)} asks for authorization the proxy does not hold (scope {go_quote(scope)}), "
+        "so nothing was sent: the server needs its operator to log in to it again (the login command asks for it)"
+    )
+
+
+def server_needs_auth(server: str, status: int) -> str:
+    return (
+        f"server {go_quote(server)} answered HTTP {status}: it needs authorization, and its entry has no auth "
+        'field, so nothing was sent: its operator adds "auth": {"type": "oauth"} to it and logs in (the login command)'
+    )

@@ -506,3 +506,35 @@ def scan_explanation(rule: str, severity: str, ask: str, target: str) -> str:
     else:
         shown = "`" + sanitize(target) + "`"
     return template.format(target=shown)
+
+
+# OAuth servers (oauth/serving.py, cli/pin.py's check): what the operator does about a token.
+def oauth_login_needed(server: str, config: str, why: str) -> str:
+    return operator_line(
+        f"server {go_quote(server)} refused its OAuth token ({why}); its calls answer that nothing was sent "
+        f"until you run: agentrt-proxy login -config {go_quote(config)} {server}"
+    )
+
+
+def oauth_no_token(server: str, config: str) -> str:
+    return operator_line(
+        f"server {go_quote(server)} needs OAuth and holds no token yet; its calls answer that nothing was sent "
+        f"until you run: agentrt-proxy login -config {go_quote(config)} {server}"
+    )
+
+
+def oauth_scope_needed(server: str, scope: str, config: str) -> str:
+    return operator_line(
+        f"server {go_quote(server)} asks for scope {go_quote(scope)} the token does not hold; its calls that need it "
+        f"answer that nothing was sent until you run: agentrt-proxy login -config {go_quote(config)} {server}"
+    )
+
+
+def oauth_token_state(server: str, state: str, scopes: str) -> str:
+    """check's line on one OAuth server's token."""
+    held = f"; scopes: {scopes}" if scopes else ""
+    return f"server {go_quote(server)}: OAuth token {state}{held}"
+
+
+def oauth_token_missing(server: str, config: str) -> str:
+    return f"server {go_quote(server)}: no OAuth token: run agentrt-proxy login -config {go_quote(config)} {server}"

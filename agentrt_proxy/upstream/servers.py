@@ -89,6 +89,7 @@ class HeldConnection:
         # Lazy: the gate and the operator's commands import upstream for ToolSpec and never connect.
         from agentrt_proxy.mcp.client import open_connection
         from agentrt_proxy.mcp.spec import ServerSpec
+        from agentrt_proxy.oauth.serving import authorizer_for
 
         spec = ServerSpec(
             name=self.server.name,
@@ -100,6 +101,7 @@ class HeldConnection:
             connect_timeout_ns=self.server.connect_timeout,
             max_message_bytes=self.server.max_message_bytes,
             forward=tuple(self.server.forward),
+            auth=authorizer_for(self.server),
         )
         try:
             async with open_connection(
@@ -259,6 +261,7 @@ class _Outcome:
     report: LoadReport | None = None
     error: str | None = None  # fatal: the configuration's to fix
     down: str | None = None  # the server did not answer: served from its manifest (keep_down)
+    refusal: str | None = None  # it refused the credentials: what a call to it answers (oauth.serving)
 
 
 async def _open_one(
@@ -278,6 +281,7 @@ async def _open_one(
     except Exception as err:  # a connect or listing failure, already naming the server
         message = str(err) or f"mcp: server {escaping.go_quote(server.name)}: {type(err).__name__}"
         if keep_down:
+            outcome.refusal = getattr(err, "authorization", None)
             await _offer_pinned(config, server, manifest, message, outcome)
         else:
             outcome.error = message
@@ -333,6 +337,7 @@ def _supervisors(config: Config, outcomes: Sequence[_Outcome], connector: Connec
             offered=[tool.remote for tool in outcome.tools],
             held=outcome.connection,
             down=outcome.down,
+            refusal=outcome.refusal,
         )
         for tool in outcome.tools:
             tool.upstream = supervisor

@@ -114,6 +114,7 @@ class Supervisor:
         offered: Iterable[str],
         held: UpstreamConnection | None = None,
         down: str | None = None,
+        refusal: str | None = None,
     ) -> None:
         self.server = server
         self.name = server.name
@@ -123,6 +124,9 @@ class Supervisor:
         self._offered = sorted(set(offered))  # the remote names the host was given
         self._held = held  # the latest connection: alive while up; the dead one until replaced
         self._down: str | None = down if held is None else None  # why it is down; None while up
+        # While down because it refused the credentials: the sentence a call answers (it names
+        # login), in place of "down, starting it again", which a login, not a wait, mends.
+        self._refusal = refusal if held is None else None
         self._ever_up = held is not None
         self._stopped = False  # gave up starting it
         self._withheld: dict[str, str] = {}  # remote name -> why it no longer matches its pin
@@ -173,6 +177,8 @@ class Supervisor:
             return NotSent(model_text.tool_unpinned(self.name, name, reason))
         held = self._held
         if held is None or not self.up:  # nothing is written: the server is not there to read it
+            if self._refusal is not None:
+                return NotSent(self._refusal)
             text = model_text.server_stopped if self._stopped else model_text.server_down
             return NotSent(text(self.name))
         # Written from here on: the wire tells a request that never left from one that did.
@@ -246,6 +252,7 @@ class Supervisor:
                 held, listing = await self._connector(self.server)(self.server.connect_timeout / 1e9)
             except Exception as err:  # a start, handshake or listing that failed: the next try
                 last = str(err) or type(err).__name__
+                self._refusal = getattr(err, "authorization", None)
                 continue
             try:
                 withheld = await anyio.to_thread.run_sync(self._check_pin, listing)
@@ -275,7 +282,7 @@ class Supervisor:
 
     def _take(self, held: UpstreamConnection, withheld: dict[str, str], supervision: Supervision) -> None:
         """The new connection serves from now on (no await here: no call sees half of it)."""
-        self._held, self._down = held, None
+        self._held, self._down, self._refusal = held, None, None
         self._up_since = time.monotonic()
         self._hand_over_handlers(held)
         supervision.report(operator_text.server_up(self.name, self._attempts, again=self._ever_up))

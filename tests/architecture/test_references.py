@@ -3,7 +3,8 @@ document this repository holds, and the code cites no issue tracker a checkout d
 
 A citation reads ``<document> §N[.N…]`` (a list may go on with ``, §M``, which names the same
 document), where ``<document>`` is a file of ``docs/reference/``; ``N`` must be a heading of that
-file, or lie under one (``proxy-and-mcp-module §1.11 check 4`` is an item of its 1.11). The code's reasons for a design
+file, or lie under one (``proxy-and-mcp-module §1.11 check 4`` is an item of its 1.11); ``RFC
+NNNN §N`` cites a public standard, which anyone can read. The code's reasons for a design
 are decision records, cited as ``decision NNNN`` or ``docs/decisions/NNNN``: each must exist.
 """
 
@@ -20,7 +21,7 @@ REFERENCE = ROOT / "docs" / "reference"
 DECISIONS = ROOT / "docs" / "decisions"
 CITED_FROM = ("agentrt_proxy", "tests", "bench", "scripts")
 
-DOCUMENT = r"(?P<doc>[a-z]+(?:-[a-z]+)+)"
+DOCUMENT = r"(?P<doc>[a-z]+(?:-[a-z]+)+|RFC \d+)"
 SECTION = r"§\s?(?P<sec>\d+(?:\.\d+)*)"
 NAMED = re.compile(DOCUMENT + r" " + SECTION)
 ANY = re.compile(SECTION)
@@ -74,6 +75,8 @@ def test_every_cited_section_is_a_heading_of_a_reference_document(
     where: str, line: int, document: str | None, section: str
 ) -> None:
     assert document is not None, f"{where}:{line}: §{section} names no document of docs/reference/"
+    if document.startswith("RFC "):
+        return  # a public standard, cited by its number: anyone can read it
     assert (REFERENCE / f"{document}.md").is_file(), f"{where}:{line}: no docs/reference/{document}.md"
     assert under_a_heading(document, section), f"{where}:{line}: {document} has no section {section}"
 

@@ -30,7 +30,7 @@ PROXY_CONFIGS = sorted(EXAMPLES.rglob("proxy.json"))
 HOST_JSON = sorted((EXAMPLES / "hosts").glob("*.json"))
 FS_PACKAGE = "@modelcontextprotocol/server-filesystem@2026.8.31"
 # What the examples read from the proxy's environment (${env:NAME}), as a shell would hold it.
-EXAMPLE_ENV = {"TRACKER_TOKEN": "example-token-0123"}
+EXAMPLE_ENV = {"TRACKER_TOKEN": "example-token-0123", "BILLING_CLIENT_SECRET": "example-secret-0123"}
 
 
 def install_example(example: Path, home: Path) -> Path:
@@ -46,7 +46,8 @@ def install_example(example: Path, home: Path) -> Path:
 
 def test_there_are_examples() -> None:
     names = {p.relative_to(EXAMPLES).as_posix() for p in PROXY_CONFIGS}
-    assert {"filesystem/proxy.json", "http/proxy.json", "tokens/proxy.json", "media/proxy.json"} <= names
+    expected = {"filesystem/proxy.json", "http/proxy.json", "tokens/proxy.json", "media/proxy.json", "oauth/proxy.json"}
+    assert expected <= names
     assert (EXAMPLES / "rules.json").is_file()
     hosts = {p.name for p in HOST_JSON}
     assert {"claude_desktop_config.json", "claude-code.mcp.json", "vscode.mcp.json", "cursor.mcp.json"} <= hosts
@@ -105,6 +106,15 @@ def test_tokens_example_reads_its_secrets_from_the_environment(tmp_path: Path) -
     assert loaded.max_message_bytes == 8 * 1024 * 1024
     with pytest.raises(config.ConfigError, match=r'server "tracker": headers: Authorization: \$\{env:TRACKER_TOKEN\}'):
         config.load_config(example, environ={"HOME": str(tmp_path)})
+
+
+def test_oauth_example_names_a_browser_login_and_a_machine_client(tmp_path: Path) -> None:
+    example = install_example(EXAMPLES / "oauth" / "proxy.json", tmp_path)
+    notes, billing = config.load_config(example, environ=EXAMPLE_ENV).servers
+    assert notes.auth is not None and notes.auth.grant == "authorization_code" and notes.auth.client_id is None
+    assert billing.auth is not None and billing.auth.grant == "client_credentials"
+    assert billing.auth.client_secret == "example-secret-0123" and billing.auth.scopes == ("invoices:read",)
+    assert notes.auth.token_file == tmp_path / "proxy" / "proxy.db.oauth-tokens.json" == billing.auth.token_file
 
 
 def test_rules_file_reads(tmp_path: Path) -> None:

@@ -76,6 +76,7 @@ ECHOED = {
     "name": "a tool's name",
     "remote": "a tool's name on its server",
     "server": "the server's name in the configuration",
+    "scope": "the OAuth scope a server's 403 insufficient_scope asked for (a server's word, quoted)",
     "uri": "the resource URI the host itself asked for",
     "capability": "the client capability a server's request needs (sampling or elicitation: a FORWARDED_BY value)",
     "method": "the method a server asked its client for (sampling/createMessage or elicitation/create)",

@@ -2,7 +2,8 @@
 
 ``mcp/`` (the wire) imports nothing of the program but ``canonical/`` and ``errors/``; ``canonical/``
 only ``errors/``; ``text/`` and ``config/`` only those two (and text never config); ``scan/``
-(the description scanner) only ``canonical/`` and ``errors/``; ``upstream/`` any of them.
+(the description scanner) only ``canonical/`` and ``errors/``; ``oauth/`` (the OAuth client) the
+wire's ``http_auth``, ``config/`` and ``text/``; ``upstream/`` any of them.
 import-linter states the whole house; this pins the lower floors where they are built.
 """
 
@@ -21,7 +22,8 @@ ALLOWED = {
     "config": {"config", "canonical", "errors"},
     "mcp": {"mcp", "canonical", "errors"},
     "scan": {"scan", "canonical", "errors"},
-    "upstream": {"upstream", "scan", "mcp", "config", "text", "canonical", "errors"},
+    "oauth": {"oauth", "mcp", "config", "text", "canonical", "errors"},
+    "upstream": {"upstream", "scan", "oauth", "mcp", "config", "text", "canonical", "errors"},
     "testing": {"testing", "mcp", "canonical", "errors"},
 }
 

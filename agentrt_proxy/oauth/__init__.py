@@ -1,0 +1,7 @@
+"""The proxy as the OAuth 2.1 client of its HTTP upstreams (MCP authorization; docs/oauth.md).
+
+``login`` (an operator's command) discovers the server's authorization server, identifies the
+client and fetches a token; ``serving`` hands the wire layer the bearer token of each request,
+refreshing it, and words a refusal; ``tokens`` keeps them in one file beside the database, mode
+0600, under a lock. The HTTP client is the standard library's: wire-level requests and a file.
+"""
