@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from agentrt_proxy import __version__
 from agentrt_proxy.errors import AgentrtError, UsageError
+from agentrt_proxy.errors.bugs import write_traceback
 from agentrt_proxy.text.cli_text import PROGRAM, USAGE, help_text, unexpected_error, usage_hint
 
 # Each command's module is imported only when it is chosen (lazy on purpose: ``--help`` and
@@ -185,20 +186,5 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as err:  # the one frame for a bug: a line for the operator, the rest in a file
-        sys.stderr.write(unexpected_error(name, err, _write_traceback(err)))
+        sys.stderr.write(unexpected_error(name, err, write_traceback(err)))
         return 1
-
-
-def _write_traceback(err: BaseException) -> str | None:
-    """The traceback of an unexpected error, in a new file only its owner can read (it may hold
-    arguments); its path, or None when not even that could be written."""
-    import tempfile
-    import traceback
-
-    try:
-        fd, path = tempfile.mkstemp(prefix=f"{PROGRAM}-error-", suffix=".txt")
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write("".join(traceback.format_exception(type(err), err, err.__traceback__)))
-    except OSError:
-        return None
-    return path

@@ -13,6 +13,7 @@ import anyio
 from agentrt_proxy.cli import pin_review, review_view
 from agentrt_proxy.cli.flags import Flags, UsageError, parse
 from agentrt_proxy.config import Config, ConfigError, check_database_file, load_config
+from agentrt_proxy.errors.bugs import expected
 from agentrt_proxy.text import cli_text, escaping, operator_text
 from agentrt_proxy.upstream import (
     Connector,
@@ -156,8 +157,11 @@ def pin_command(
         return _fail(err, err_out)
     except UsageError:
         raise
-    except Exception as err:  # a connect or listing failure from the wire layer
-        return _fail(err, err_out)
+    except Exception as err:  # a connect or listing failure, maybe inside a task group; a bug goes on
+        known = expected(err)
+        if known is None:
+            raise
+        return _fail(known, err_out)
     for line in refused:
         err_out.write(line + "\n")
     return 1 if refused else 0
@@ -310,9 +314,12 @@ def check_command(
     except (ConfigError, OpenError) as err:
         out.flush()
         return _fail(err, err_out)
-    except Exception as err:  # never a traceback: one line naming what failed
+    except Exception as err:  # one line naming what failed (a bug goes on to cli/main's frame)
         out.flush()
-        return _fail(err, err_out)
+        known = expected(err)
+        if known is None:
+            raise
+        return _fail(known, err_out)
     if down:  # serving would offer their tools from the manifests and retry: a check fails
         out.flush()
         for server in down:

@@ -19,6 +19,7 @@ import anyio
 
 from agentrt_proxy.cli.flags import UsageError, parse
 from agentrt_proxy.config import Config, load_config
+from agentrt_proxy.errors.bugs import expected
 from agentrt_proxy.scan import Listing, ScanResult, scan
 from agentrt_proxy.text import escaping
 from agentrt_proxy.upstream import Connector, default_connector
@@ -104,8 +105,11 @@ def command(
             result = anyio.run(_scan_config, load_config(config_path), connector)
     except BrokenPipeError:
         raise
-    except Exception as err:  # an unreadable file, a server that does not answer: one line, never a traceback
-        err_out.write(escaping.sanitize(f"{PROGRAM}: scan: {err}") + "\n")
+    except Exception as err:  # an unreadable file, a server that does not answer: one line; a bug goes on
+        known = expected(err)
+        if known is None:
+            raise
+        err_out.write(escaping.sanitize(f"{PROGRAM}: scan: {known}") + "\n")
         return 1
     _write(result, flags.on("json"), tools_path is None, out)
     out.flush()

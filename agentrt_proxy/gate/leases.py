@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import heapq
 import itertools
+import sys
 import threading
 import time
 from collections.abc import Callable
@@ -12,7 +13,10 @@ from collections.abc import Callable
 import anyio
 
 from agentrt_proxy.canonical import durations
+from agentrt_proxy.errors import StoreError
+from agentrt_proxy.errors.bugs import write_traceback
 from agentrt_proxy.store import LeaseLost, Run
+from agentrt_proxy.text import operator_text
 from agentrt_proxy.text.record_text import ERR_LEASE_EXPIRED, ERR_LEASE_OTHER
 
 
@@ -93,8 +97,11 @@ class LeaseRenewals:
             self._renewing = True
         try:
             ok = self._renew_once()
-        except Exception:
+        except StoreError:
             ok = True  # a store error: retried at the next tick
+        except Exception as err:  # a bug: said, kept in a file, and the renewal tried again all the same
+            sys.stderr.write(operator_text.lease_renewal_bug(err, write_traceback(err)))
+            ok = True
         if not ok:
             self._on_lost()
         with self._state:

@@ -538,3 +538,10 @@ def oauth_token_state(server: str, state: str, scopes: str) -> str:
 
 def oauth_token_missing(server: str, config: str) -> str:
     return f"server {go_quote(server)}: no OAuth token: run agentrt-proxy login -config {go_quote(config)} {server}"
+
+
+def lease_renewal_bug(err: BaseException, traceback_file: str | None) -> str:
+    """A lease renewal that raised what no store error is: a bug, said in one line."""
+    where = f"its traceback is in {traceback_file}" if traceback_file else "its traceback could not be written"
+    what = f"{type(err).__name__}: {err}"
+    return operator_line(f"a lease renewal failed unexpectedly ({what}); it is tried again; {where}")
