@@ -14,11 +14,21 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
+from agentrt_proxy.canonical.encoder import WIRE, Raw, encode
 from agentrt_proxy.errors import InvalidValue
 
-__all__ = ["SpanError", "find_span", "iter_elements", "iter_members", "top_level_id"]
+__all__ = [
+    "SpanError",
+    "find_span",
+    "iter_elements",
+    "iter_members",
+    "raw_members",
+    "top_level_id",
+    "with_members_in_front",
+]
 
 _WS = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
@@ -70,6 +80,49 @@ def iter_members(text: str, start: int) -> Iterator[tuple[str, int, int]]:
         if c != ",":
             raise SpanError(f"expected ',' or '}}' at offset {i}")
         i = _ws(text, i + 1)
+
+
+def raw_members(text: str) -> list[tuple[str, Raw, Raw]]:
+    """The members of the object ``text`` holds, in text order: ``(name, key, value)``, the key
+    and the value as their exact JSON text with the whitespace around them, so an object encoded
+    from them (a ``Raw`` key and value are written verbatim) is ``text`` again from its opening
+    brace to its closing one, byte for byte; only an empty object's inner whitespace is not kept."""
+    i = _ws(text, 0)
+    if text[i : i + 1] != "{":
+        raise SpanError(f"expected an object at offset {i}")
+    key_start = i + 1  # the key's text takes the whitespace before it, the value the one after
+    i = _ws(text, key_start)
+    members: list[tuple[str, Raw, Raw]] = []
+    if text[i : i + 1] == "}":
+        return members
+    while True:
+        if text[i : i + 1] != '"':
+            raise SpanError(f"expected a key at offset {i}")
+        name, i = json.decoder.scanstring(text, i + 1)  # type: ignore[attr-defined]
+        colon = _ws(text, i)
+        if text[colon : colon + 1] != ":":
+            raise SpanError(f"expected ':' at offset {colon}")
+        i = _ws(text, _value_end(text, _ws(text, colon + 1)))
+        members.append((name, Raw(text[key_start:colon]), Raw(text[colon + 1 : i])))
+        c = text[i : i + 1]
+        if c == "}":
+            return members
+        if c != ",":
+            raise SpanError(f"expected ',' or '}}' at offset {i}")
+        key_start = i + 1
+        i = _ws(text, key_start)
+
+
+def with_members_in_front(text: str, added: Mapping[str, Any]) -> Raw:
+    """The object ``text`` holds with the members of ``added`` it lacks in front of its own,
+    every byte of its own members kept (``raw_members``); ``text`` itself when it lacks none."""
+    members = raw_members(text)
+    present = {name for name, _key, _value in members}
+    front: dict[str, Any] = {key: value for key, value in added.items() if key not in present}
+    if not front:
+        return text if isinstance(text, Raw) else Raw(text)
+    front.update((key, value) for _name, key, value in members)
+    return Raw(encode(front, WIRE))
 
 
 def iter_elements(text: str, start: int) -> Iterator[tuple[int, int]]:

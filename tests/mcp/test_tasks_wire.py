@@ -88,7 +88,7 @@ def test_a_recorded_result_keeps_its_bytes_in_an_extension_task() -> None:
     ],
 )
 def test_tasks_result_names_its_task_in_meta_and_keeps_everything_else(text: str) -> None:
-    shaped = json.loads(result_2025(text, "t1").text)
+    shaped = json.loads(result_2025(text, "t1"))
     assert shaped["_meta"][RELATED_TASK_KEY] == {"taskId": "t1"}
     original = json.loads(text)
     assert {k: v for k, v in shaped.items() if k != "_meta"} == {k: v for k, v in original.items() if k != "_meta"}

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from agentrt_proxy.canonical.encoder import Raw
 from agentrt_proxy.mcp.framing import LineBuffer
 from agentrt_proxy.mcp.jsonrpc import (
     Batch,
@@ -13,7 +14,6 @@ from agentrt_proxy.mcp.jsonrpc import (
     ErrorResponse,
     Invalid,
     Notification,
-    RawJSON,
     Request,
     Response,
     decode_line,
@@ -85,7 +85,7 @@ def test_malformed_lines_are_classified_never_raised() -> None:
 
 
 def test_encoding_is_one_compact_utf8_line_with_raw_json_spliced_in() -> None:
-    data = encode({"id": 1, "result": {"n": RawJSON("9007199254740993"), "t": "é\n"}})
+    data = encode({"id": 1, "result": {"n": Raw("9007199254740993"), "t": "é\n"}})
     assert data == '{"id":1,"result":{"n":9007199254740993,"t":"é\\n"}}'.encode()
     assert b"\n" not in data
     # A lone surrogate cannot be UTF-8: it goes out as the escape it came in as.
