@@ -95,6 +95,22 @@ def test_tasks_result_names_its_task_in_meta_and_keeps_everything_else(text: str
     assert {k: v for k, v in shaped["_meta"].items() if k != RELATED_TASK_KEY} == original.get("_meta", {})
 
 
+@pytest.mark.parametrize(
+    ("text", "written"),
+    [
+        ('{"content":[],"_meta":"x"}', '{"content":[],"_meta":"x"}'),
+        (
+            '{"content":[1.50],"_meta":{"a":1,"io.modelcontextprotocol/related-task":{"taskId":"other"}}}',
+            '{"content":[1.50],"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"t1"},"a":1}}',
+        ),
+        ('{"content":[1.50]}', '{"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"t1"}},"content":[1.50]}'),
+    ],
+    ids=["a _meta that is no object", "a server's own claim", "no _meta"],
+)
+def test_tasks_result_names_the_task_once_and_only_in_an_object(text: str, written: str) -> None:
+    assert result_2025(text, "t1") == written
+
+
 def test_every_tool_of_a_2025_session_may_be_called_as_a_task() -> None:
     tools = [{"name": "a", "inputSchema": {}}, {"name": "b", "inputSchema": {}}]
     assert [t["execution"] for t in with_task_support(tools)] == [{"taskSupport": "optional"}] * 2
