@@ -115,13 +115,16 @@ def raw_members(text: str) -> list[tuple[str, Raw, Raw]]:
 
 def with_members_in_front(text: str, added: Mapping[str, Any]) -> Raw:
     """The object ``text`` holds with the members of ``added`` it lacks in front of its own,
-    every byte of its own members kept (``raw_members``); ``text`` itself when it lacks none."""
+    every byte of its own members kept (``raw_members``) but the whitespace before the first;
+    ``text`` itself when it lacks none."""
     members = raw_members(text)
     present = {name for name, _key, _value in members}
     front: dict[str, Any] = {key: value for key, value in added.items() if key not in present}
     if not front:
         return text if isinstance(text, Raw) else Raw(text)
-    front.update((key, value) for _name, key, value in members)
+    for index, (_name, key, value) in enumerate(members):
+        # Its first member follows the added ones at once, as a comma follows a member.
+        front[Raw(key.lstrip(" \t\r\n")) if index == 0 else key] = value
     return Raw(encode(front, WIRE))
 
 

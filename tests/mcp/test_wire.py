@@ -85,7 +85,7 @@ def test_malformed_lines_are_classified_never_raised() -> None:
     assert isinstance(decode_line(b'"text"'), Invalid)
 
 
-def test_encoding_is_one_compact_utf8_line_with_raw_json_spliced_in() -> None:
+def test_encoding_is_one_compact_utf8_line_with_raw_json_written_verbatim() -> None:
     data = encode({"id": 1, "result": {"n": Raw("9007199254740993"), "t": "é\n"}})
     assert data == '{"id":1,"result":{"n":9007199254740993,"t":"é\\n"}}'.encode()
     assert b"\n" not in data
