@@ -116,7 +116,7 @@ def test_an_object_written_from_its_member_texts_is_the_same_bytes(text: str) ->
     ("text", "added", "written"),
     [
         ('{"content":[]}', {"resultType": "complete"}, '{"resultType":"complete","content":[]}'),
-        ('{ "a" : 1.50 }', {"b": 2, "a": 3}, '{"b":2, "a" : 1.50 }'),
+        ('{ "a" : 1.50 }', {"b": 2, "a": 3}, '{"b":2,"a" : 1.50 }'),
         (" { } ", {"resultType": "complete"}, '{"resultType":"complete"}'),
         ('{"resultType":"task"}', {"resultType": "complete"}, '{"resultType":"task"}'),
     ],
