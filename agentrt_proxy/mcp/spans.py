@@ -55,41 +55,31 @@ def _value_end(text: str, i: int) -> int:
     return int(end)
 
 
-def _member_spans(text: str, start: int) -> Iterator[tuple[str, int, int, int, int, int]]:
-    """For the object at ``start``, in text order: ``(key, key_from, colon, value_start,
-    value_end, value_to)``. ``key_from`` is just after the brace or comma before the key (its
-    whitespace included), ``value_to`` at the comma or brace after the value."""
+def iter_members(text: str, start: int) -> Iterator[tuple[str, int, int]]:
+    """For the object at ``start``: ``(key, value_start, value_end)`` in text order."""
     i = _ws(text, start)
     if text[i : i + 1] != "{":
         raise SpanError(f"expected an object at offset {i}")
-    key_from = i + 1
-    i = _ws(text, key_from)
+    i = _ws(text, i + 1)
     if text[i : i + 1] == "}":
         return
     while True:
         if text[i : i + 1] != '"':
             raise SpanError(f"expected a key at offset {i}")
         key, i = json.decoder.scanstring(text, i + 1)  # type: ignore[attr-defined]
-        colon = _ws(text, i)
-        if text[colon : colon + 1] != ":":
-            raise SpanError(f"expected ':' at offset {colon}")
-        vstart = _ws(text, colon + 1)
+        i = _ws(text, i)
+        if text[i : i + 1] != ":":
+            raise SpanError(f"expected ':' at offset {i}")
+        vstart = _ws(text, i + 1)
         vend = _value_end(text, vstart)
-        value_to = _ws(text, vend)
-        yield key, key_from, colon, vstart, vend, value_to
-        c = text[value_to : value_to + 1]
+        yield key, vstart, vend
+        i = _ws(text, vend)
+        c = text[i : i + 1]
         if c == "}":
             return
         if c != ",":
-            raise SpanError(f"expected ',' or '}}' at offset {value_to}")
-        key_from = value_to + 1
-        i = _ws(text, key_from)
-
-
-def iter_members(text: str, start: int) -> Iterator[tuple[str, int, int]]:
-    """For the object at ``start``: ``(key, value_start, value_end)`` in text order."""
-    for key, _key_from, _colon, vstart, vend, _value_to in _member_spans(text, start):
-        yield key, vstart, vend
+            raise SpanError(f"expected ',' or '}}' at offset {i}")
+        i = _ws(text, i + 1)
 
 
 def raw_members(text: str) -> list[tuple[str, Raw, Raw]]:
@@ -97,10 +87,14 @@ def raw_members(text: str) -> list[tuple[str, Raw, Raw]]:
     and the value as their exact JSON text with the whitespace around them, so an object encoded
     from them (a ``Raw`` key and value are written verbatim) is ``text`` again from its opening
     brace to its closing one, byte for byte; only an empty object's inner whitespace is not kept."""
-    return [
-        (name, Raw(text[key_from:colon]), Raw(text[colon + 1 : value_to]))
-        for name, key_from, colon, _vstart, _vend, value_to in _member_spans(text, 0)
-    ]
+    members: list[tuple[str, Raw, Raw]] = []
+    key_from = _ws(text, 0) + 1  # just after the brace or comma before a key
+    for name, vstart, vend in iter_members(text, 0):  # which checks the commas and braces
+        colon = text.rindex(":", key_from, vstart)  # only whitespace lies between it and the value
+        value_to = _ws(text, vend)  # at the comma or brace after the value
+        members.append((name, Raw(text[key_from:colon]), Raw(text[colon + 1 : value_to])))
+        key_from = value_to + 1
+    return members
 
 
 def with_members_in_front(text: str, added: Mapping[str, Any]) -> Raw:
