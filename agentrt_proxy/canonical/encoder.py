@@ -19,8 +19,18 @@ callers' own rules:
   schema form's decoder (``schema_form``), so here they are literals like any other.
 - ``MANIFEST``: a manifest file (proxy-and-mcp-module §1.9): Go's ``MarshalIndent`` with two spaces, fields in the
   order given, HTML-safe. Indented exactly as Go does it: the compact text, re-indented.
+- ``WIRE``: a JSON-RPC message on the MCP wire (``mcp.jsonrpc.encode``): what
+  ``json.dumps(ensure_ascii=False, separators=(",", ":"), allow_nan=False)`` writes, with
+  ``Number`` and ``Raw`` as literals. Fields in the order given, nothing HTML-escaped, U+2028 and
+  U+2029 raw, a lone surrogate kept (UTF-8 cannot hold it: the message is then written in
+  ``WIRE_ASCII``, every character outside ASCII as its ``\\uXXXX`` escape, as it arrived).
+  A ``Raw`` may also be an object's key: the key's JSON text (its quotes, escapes and the
+  whitespace around it) written verbatim, so an object rebuilt from another's member texts
+  keeps every byte of them.
 
 A float that is not finite is refused (``JSONBoundaryError``) by every style but ``STORE``.
+Every style writes a key that is not a string as ``str`` makes it (``json.dumps`` would write
+``True`` as ``true``; no message or record has such a key).
 """
 
 from __future__ import annotations
@@ -33,11 +43,27 @@ from typing import Any
 
 from agentrt_proxy.canonical.values import JSONBoundaryError, Number
 
-__all__ = ["CANONICAL", "MANIFEST", "POLICY", "SCHEMA", "STORE", "Raw", "Style", "encode", "go_json", "string_writer"]
+__all__ = [
+    "CANONICAL",
+    "MANIFEST",
+    "POLICY",
+    "SCHEMA",
+    "STORE",
+    "WIRE",
+    "WIRE_ASCII",
+    "Raw",
+    "Style",
+    "encode",
+    "go_json",
+    "string_writer",
+]
 
 
 class Raw(str):
-    """JSON text embedded verbatim (Go's json.RawMessage)."""
+    """JSON text embedded verbatim (Go's json.RawMessage): a recorded result passed through byte
+    for byte, a task's stored answer, a server's own ``_meta``."""
+
+    __slots__ = ()
 
 
 class Style:
@@ -46,7 +72,16 @@ class Style:
     separators, the store's json.dumps treatment). A plain class whose walk is made on first use:
     this module loads on the cold start."""
 
-    __slots__ = ("_walk", "escape_html", "escape_line_separators", "indent", "like_json_dumps", "sort_keys")
+    __slots__ = (
+        "_walk",
+        "ensure_ascii",
+        "escape_html",
+        "escape_line_separators",
+        "indent",
+        "keep_lone_surrogates",
+        "like_json_dumps",
+        "sort_keys",
+    )
 
     def __init__(
         self,
@@ -56,6 +91,8 @@ class Style:
         escape_line_separators: bool = True,
         indent: str = "",
         like_json_dumps: bool = False,
+        keep_lone_surrogates: bool | None = None,
+        ensure_ascii: bool = False,
     ) -> None:
         self.sort_keys = sort_keys  # object keys by UTF-8 byte order (after a lone surrogate became U+FFFD)
         self.escape_html = escape_html  # < > & as \u003c \u003e \u0026 (Go's SetEscapeHTML)
@@ -64,6 +101,9 @@ class Style:
         self.indent = indent  # MarshalIndent's indent per level; "" writes compact JSON
         # NaN and the infinities written, lone surrogates kept, as json.dumps does
         self.like_json_dumps = like_json_dumps
+        # a lone surrogate written as json.dumps does (kept) rather than as Go does (U+FFFD)
+        self.keep_lone_surrogates = like_json_dumps if keep_lone_surrogates is None else keep_lone_surrogates
+        self.ensure_ascii = ensure_ascii  # every character outside ASCII as \uXXXX (json.dumps's default)
         self._walk: Callable[[Any, list[str]], None] | None = None  # made by the first encode
 
 
@@ -71,13 +111,20 @@ _ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028",
 _SURROGATE = re.compile("[\ud800-\udfff]")
 # json.dumps's own string writer (C): quotes, backslashes and every control character escaped.
 _encode_basestring: Callable[[str], str] = json.encoder.encode_basestring  # type: ignore[attr-defined]
+_encode_basestring_ascii: Callable[[str], str] = json.encoder.encode_basestring_ascii  # type: ignore[attr-defined]
 _LITERALS = (Number, Raw)
 
 
 def string_writer(style: Style) -> Callable[[str], str]:
     """The function that writes one string, quotes included, in ``style``."""
+    if style.ensure_ascii:
+        # Every character outside ASCII is escaped already: nothing is left to HTML-escape or
+        # to replace (a lone surrogate is its own escape). Only the plain wire asks for it.
+        if style.escape_html or not style.keep_lone_surrogates:
+            raise ValueError("an ASCII-only style keeps lone surrogates and escapes no HTML")
+        return _encode_basestring_ascii
     escaped = ("<>&" if style.escape_html else "") + ("\u2028\u2029" if style.escape_line_separators else "")
-    surrogates = "" if style.like_json_dumps else "\ud800-\udfff"
+    surrogates = "" if style.keep_lone_surrogates else "\ud800-\udfff"
     if not escaped and not surrogates:
         return _encode_basestring
     pattern = re.compile(f"[{escaped}{surrogates}]")
@@ -105,6 +152,12 @@ def _as_go_decoded(key: str) -> str:
     return _SURROGATE.sub("\ufffd", key)
 
 
+def _key_text(key: Any, write_string: Callable[[str], str]) -> str:
+    """An object key that is not a plain ``str``: a ``Raw`` key as its own JSON text, any other
+    as the string ``str`` makes of it (the store's rule: ``3`` as ``"3"``, ``True`` as ``"True"``)."""
+    return key if isinstance(key, Raw) else write_string(key if isinstance(key, str) else str(key))
+
+
 def _walker(style: Style) -> Callable[[Any, list[str]], None]:
     write_string = string_writer(style)
     sort_keys = style.sort_keys
@@ -130,7 +183,7 @@ def _walker(style: Style) -> Callable[[Any, list[str]], None]:
                     out.append(",")
             else:
                 for key, item in value.items():
-                    out.append(write_string(key if isinstance(key, str) else str(key)))
+                    out.append(write_string(key) if type(key) is str else _key_text(key, write_string))
                     out.append(":")
                     write(item, out)
                     out.append(",")
@@ -151,7 +204,7 @@ def _walker(style: Style) -> Callable[[Any, list[str]], None]:
         elif value is False:
             out.append("false")
         elif isinstance(value, int):
-            out.append(str(value))
+            out.append(int.__repr__(value))  # an IntEnum as its digits, as json.dumps writes it
         elif isinstance(value, float):
             if math.isfinite(value):
                 out.append(float.__repr__(value))
@@ -172,6 +225,10 @@ CANONICAL = Style(sort_keys=True, escape_html=True)
 POLICY = Style(sort_keys=True, escape_html=False, escape_line_separators=False)
 SCHEMA = Style(sort_keys=True, escape_html=False)
 MANIFEST = Style(sort_keys=False, escape_html=True, indent="  ")
+WIRE = Style(sort_keys=False, escape_html=False, escape_line_separators=False, keep_lone_surrogates=True)
+WIRE_ASCII = Style(
+    sort_keys=False, escape_html=False, escape_line_separators=False, keep_lone_surrogates=True, ensure_ascii=True
+)
 
 
 # A string literal (escapes included), or one of the characters that structure JSON.

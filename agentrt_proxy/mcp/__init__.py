@@ -16,7 +16,6 @@ if TYPE_CHECKING:
     from agentrt_proxy.mcp.client import Connection, ListedTool, ProgressCallback, open_connection
     from agentrt_proxy.mcp.errors import ConnectError, McpError, ServerSpecError
     from agentrt_proxy.mcp.framing import LineBuffer
-    from agentrt_proxy.mcp.jsonrpc import RawJSON
     from agentrt_proxy.mcp.results import INPUT_REQUIRED, InputRequired, cap_text, map_result, mapped_text
     from agentrt_proxy.mcp.server import (
         LATEST_PROTOCOL_VERSION,
@@ -74,10 +73,6 @@ def _from_its_module(name: str) -> Any:
         from agentrt_proxy.mcp.framing import LineBuffer
 
         return LineBuffer
-    if name == "RawJSON":
-        from agentrt_proxy.mcp.jsonrpc import RawJSON
-
-        return RawJSON
     if name in _RESULTS:
         from agentrt_proxy.mcp import results
 
@@ -120,7 +115,6 @@ __all__ = [
     "ListedTool",
     "McpError",
     "ProgressCallback",
-    "RawJSON",
     "SSEParser",
     "ServerSession",
     "ServerSpec",

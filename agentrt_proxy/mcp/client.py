@@ -21,6 +21,7 @@ import anyio
 import anyio.abc
 
 from agentrt_proxy.canonical.durations import format_go
+from agentrt_proxy.canonical.encoder import Raw
 from agentrt_proxy.canonical.quoting import go_escape, go_quote
 from agentrt_proxy.mcp import jsonrpc
 from agentrt_proxy.mcp.errors import (
@@ -430,7 +431,7 @@ class Connection:
             return NotSent(f"{prefix}: {go_escape(self._dead)}")
         params: dict[str, Any] = {"name": name}
         if arguments_text is not None and arguments_text.strip():
-            params["arguments"] = jsonrpc.RawJSON(arguments_text)
+            params["arguments"] = Raw(arguments_text)
         msg_id: int | None = None
         pending: _Pending | None = None
         attempt = _Attempt()

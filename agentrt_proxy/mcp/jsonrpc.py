@@ -7,10 +7,11 @@ spans (``params.arguments``, ``result.structuredContent``) from it.
 from __future__ import annotations
 
 import json
-import secrets
 from dataclasses import dataclass
 from typing import Any
 
+from agentrt_proxy.canonical import encoder
+from agentrt_proxy.canonical.encoder import WIRE, WIRE_ASCII
 from agentrt_proxy.canonical.message_size import MAX_MESSAGE_VALUES, too_many_values
 from agentrt_proxy.errors import InvalidValue
 from agentrt_proxy.mcp.spans import SpanError, iter_members, top_level_id
@@ -26,7 +27,6 @@ __all__ = [
     "ErrorResponse",
     "Invalid",
     "Notification",
-    "RawJSON",
     "Request",
     "Response",
     "classify",
@@ -116,18 +116,6 @@ class DecodeFailure:
 
 
 Message = Request | Notification | Response | ErrorResponse
-
-
-class RawJSON:
-    """JSON text embedded verbatim when encoding (keeps number literals exact)."""
-
-    __slots__ = ("text",)
-
-    def __init__(self, text: str | bytes) -> None:
-        self.text = text.decode("utf-8") if isinstance(text, bytes) else text
-
-    def __repr__(self) -> str:
-        return f"RawJSON({self.text!r})"
 
 
 class _NotJSON(InvalidValue):
@@ -273,35 +261,15 @@ def oversized_request_id(head: bytes) -> RequestId | None:
     return None
 
 
-def _substitute(value: Any, raws: dict[str, str], nonce: str) -> Any:
-    if isinstance(value, RawJSON):
-        key = f"\x00{nonce}{len(raws)}\x00"
-        raws[key] = value.text
-        return key
-    if isinstance(value, dict):
-        return {k: _substitute(v, raws, nonce) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_substitute(v, raws, nonce) for v in value]
-    return value
-
-
 def encode(message: Any) -> bytes:
-    """One message as compact UTF-8 JSON without a newline (``RawJSON`` spliced in as is)."""
-    raws: dict[str, str] = {}
-    nonce = secrets.token_hex(8)
-    tree = _substitute(message, raws, nonce)
-    text = json.dumps(tree, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-    for key, raw in raws.items():
-        text = text.replace(json.dumps(key), raw, 1)
+    """One message as compact UTF-8 JSON without a newline, in the encoder's ``WIRE`` style
+    (a ``canonical.encoder.Raw`` written verbatim, a ``canonical.Number`` as its literal)."""
     try:
-        return text.encode("utf-8")
+        return encoder.encode(message, WIRE).encode("utf-8")
     except UnicodeEncodeError:
         # A lone surrogate (from a "\ud800" escape) cannot be written as UTF-8;
         # ASCII escaping keeps it as the escape it arrived as.
-        text = json.dumps(tree, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
-        for key, raw in raws.items():
-            text = text.replace(json.dumps(key), raw, 1)
-        return text.encode("utf-8")
+        return encoder.encode(message, WIRE_ASCII).encode("utf-8")
 
 
 def request(msg_id: RequestId, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:

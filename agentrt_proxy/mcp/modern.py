@@ -13,13 +13,12 @@ is stdio only, which has no headers, so the code is named here and never sent.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentrt_proxy.mcp.jsonrpc import RawJSON
-from agentrt_proxy.mcp.spans import iter_members
+from agentrt_proxy.canonical.encoder import Raw
+from agentrt_proxy.mcp.spans import with_members_in_front
 
 __all__ = [
     "CACHE_HINTS",
@@ -191,18 +190,16 @@ def discover_result(
     return shaped
 
 
-def shape_result(
-    method: str, result: Mapping[str, Any] | RawJSON, server_info: Mapping[str, Any]
-) -> dict[str, Any] | RawJSON:
+def shape_result(method: str, result: Mapping[str, Any] | Raw, server_info: Mapping[str, Any]) -> dict[str, Any] | Raw:
     """A result as the modern era carries it.
 
     ``resultType`` is ``complete`` unless the application named another (a task, later);
     cacheable results get their ``ttlMs`` and ``cacheScope`` (``CACHE_HINTS``); the server's
     identity goes in ``_meta`` unless ``_meta`` is a server's own, passed through verbatim
-    (a ``RawJSON``: the record's bytes are not rewritten). A result that is itself a server's
+    (a ``Raw``: the record's bytes are not rewritten). A result that is itself a server's
     text (``resources/read``, ``prompts/get``, ``completion/complete``) keeps every byte and
     gets the fields it lacks in front."""
-    if isinstance(result, RawJSON):
+    if isinstance(result, Raw):
         return _shape_raw(method, result)
     shaped = dict(result)
     shaped.setdefault("resultType", "complete")
@@ -218,15 +215,9 @@ def shape_result(
     return shaped
 
 
-def _shape_raw(method: str, result: RawJSON) -> RawJSON:
-    present = {key for key, _start, _end in iter_members(result.text, 0)}
+def _shape_raw(method: str, result: Raw) -> Raw:
     added: dict[str, Any] = {"resultType": "complete"}
     hints = CACHE_HINTS.get(method)
     if hints is not None:
         added.update(ttlMs=hints[0], cacheScope=hints[1])
-    fields = [f"{json.dumps(key)}:{json.dumps(value)}" for key, value in added.items() if key not in present]
-    if not fields:
-        return result
-    body = result.text.strip()[1:].lstrip()  # after the opening brace
-    joiner = "" if body.startswith("}") else ","
-    return RawJSON("{" + ",".join(fields) + joiner + body)
+    return with_members_in_front(result, added)

@@ -123,7 +123,7 @@ class ToolHandler(Protocol):
     def list_tools(self) -> list[dict[str, Any]] | Awaitable[list[dict[str, Any]]]: ...
 
     async def call_tool(self, name: str, arguments_text: str | None, ctx: CallContext) -> dict[str, Any]:
-        """Return a ``CallToolResult`` dict (``RawJSON`` values are spliced in verbatim)."""
+        """Return a ``CallToolResult`` dict (a ``canonical.encoder.Raw`` is written verbatim)."""
         ...
 
 
@@ -386,7 +386,7 @@ class ServerSession:
         envelope = modern.read_envelope(req.params)
         if isinstance(envelope, modern.Rejection):
             raise _rejected(envelope)
-        result: Any  # a dict, or a server's own text (RawJSON) from the passthrough
+        result: Any  # a dict, or a server's own text (a ``Raw``) from the passthrough
         extra = getattr(self._handler, "handle", None)
         if req.method == "server/discover":
             capabilities = await self._capabilities(modern_era=True)

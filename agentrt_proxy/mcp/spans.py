@@ -14,11 +14,21 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
+from agentrt_proxy.canonical.encoder import WIRE, Raw, encode
 from agentrt_proxy.errors import InvalidValue
 
-__all__ = ["SpanError", "find_span", "iter_elements", "iter_members", "top_level_id"]
+__all__ = [
+    "SpanError",
+    "find_span",
+    "iter_elements",
+    "iter_members",
+    "raw_members",
+    "top_level_id",
+    "with_members_in_front",
+]
 
 _WS = re.compile(r"[ \t\n\r]*")
 _DECODER = json.JSONDecoder()
@@ -70,6 +80,36 @@ def iter_members(text: str, start: int) -> Iterator[tuple[str, int, int]]:
         if c != ",":
             raise SpanError(f"expected ',' or '}}' at offset {i}")
         i = _ws(text, i + 1)
+
+
+def raw_members(text: str) -> list[tuple[str, Raw, Raw]]:
+    """The members of the object ``text`` holds, in text order: ``(name, key, value)``, the key
+    and the value as their exact JSON text with the whitespace around them, so an object encoded
+    from them (a ``Raw`` key and value are written verbatim) is ``text`` again from its opening
+    brace to its closing one, byte for byte; only an empty object's inner whitespace is not kept."""
+    members: list[tuple[str, Raw, Raw]] = []
+    key_from = _ws(text, 0) + 1  # just after the brace or comma before a key
+    for name, vstart, vend in iter_members(text, 0):  # which checks the commas and braces
+        colon = text.rindex(":", key_from, vstart)  # only whitespace lies between it and the value
+        value_to = _ws(text, vend)  # at the comma or brace after the value
+        members.append((name, Raw(text[key_from:colon]), Raw(text[colon + 1 : value_to])))
+        key_from = value_to + 1
+    return members
+
+
+def with_members_in_front(text: str, added: Mapping[str, Any]) -> Raw:
+    """The object ``text`` holds with the members of ``added`` it lacks in front of its own,
+    every byte of its own members kept (``raw_members``) but the whitespace before the first;
+    ``text`` itself when it lacks none."""
+    members = raw_members(text)
+    present = {name for name, _key, _value in members}
+    front: dict[str, Any] = {key: value for key, value in added.items() if key not in present}
+    if not front:
+        return text if isinstance(text, Raw) else Raw(text)
+    for index, (_name, key, value) in enumerate(members):
+        # Its first member follows the added ones at once, as a comma follows a member.
+        front[Raw(key.lstrip(" \t\r\n")) if index == 0 else key] = value
+    return Raw(encode(front, WIRE))
 
 
 def iter_elements(text: str, start: int) -> Iterator[tuple[int, int]]:

@@ -16,14 +16,13 @@ Pure shaping: the application hands a ``TaskState`` and gets the dict to send.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from agentrt_proxy.canonical.durations import format_time
-from agentrt_proxy.mcp.jsonrpc import RawJSON
-from agentrt_proxy.mcp.spans import iter_members
+from agentrt_proxy.canonical.encoder import WIRE, Raw, encode
+from agentrt_proxy.mcp.spans import raw_members, with_members_in_front
 
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 TASKS_VERSION_2025 = "2025-11-25"  # the one handshake revision with tasks
@@ -82,21 +81,24 @@ def created_2025(state: TaskState) -> dict[str, Any]:
     return {"task": task_2025(state)}
 
 
-def result_2025(text: str, task_id: str) -> RawJSON:
+def result_2025(text: str, task_id: str) -> Raw:
     """``tasks/result``'s answer: the call's recorded result, byte for byte, its ``_meta``
-    naming the task (the one member added, or spliced into a ``_meta`` the result has)."""
-    related = f"{json.dumps(RELATED_TASK_KEY)}:{json.dumps({'taskId': task_id}, separators=(',', ':'))}"
-    for key, start, end in iter_members(text, 0):
-        if key != "_meta":
+    naming the task (the one member added, in front of a ``_meta`` the result has; a server's
+    own claim to a related task is the proxy's to make, so it is replaced)."""
+    related = {"taskId": task_id}
+    members = raw_members(text)
+    for index, (name, key, value) in enumerate(members):
+        if name != "_meta":
             continue
-        inner = text[start:end].strip()
-        if not inner.startswith("{"):
-            break  # a _meta that is no object: left as it is, the task named nowhere
-        joiner = "" if inner[1:].lstrip().startswith("}") else ","
-        return RawJSON(text[:start] + "{" + related + joiner + inner[1:] + text[end:])
-    body = text.strip()[1:].lstrip()
-    joiner = "" if body.startswith("}") else ","
-    return RawJSON('{"_meta":{' + related + "}" + joiner + body)
+        if not value.lstrip(" \t\r\n").startswith("{"):
+            return Raw(text)  # a _meta that is no object: left as it is, the task named nowhere
+        meta: dict[str, Any] = {RELATED_TASK_KEY: related}
+        meta.update((k, v) for n, k, v in raw_members(value) if n != RELATED_TASK_KEY)
+        rebuilt: dict[str, Any] = {k: v for _n, k, v in members[:index]}
+        rebuilt[key] = meta
+        rebuilt.update((k, v) for _n, k, v in members[index + 1 :])
+        return Raw(encode(rebuilt, WIRE))
+    return with_members_in_front(text, {"_meta": {RELATED_TASK_KEY: related}})
 
 
 def with_task_support(tools: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -119,18 +121,14 @@ def task_extension(state: TaskState, *, detailed: bool = True) -> dict[str, Any]
         if state.status == "completed":
             task["result"] = complete_result(state.result)
         elif state.status == "failed":
-            task["error"] = RawJSON(state.result)
+            task["error"] = Raw(state.result)
     return task
 
 
-def complete_result(text: str) -> RawJSON:
+def complete_result(text: str) -> Raw:
     """A recorded ``CallToolResult`` (handshake-era JSON text) as the modern era carries it:
     ``resultType: "complete"`` in front when it has none, every other byte kept."""
-    if any(key == "resultType" for key, _start, _end in iter_members(text, 0)):
-        return RawJSON(text)
-    body = text.strip()[1:].lstrip()  # after the opening brace
-    joiner = "" if body.startswith("}") else ","
-    return RawJSON('{"resultType":"complete"' + joiner + body)
+    return with_members_in_front(text, {"resultType": "complete"})
 
 
 def created_extension(state: TaskState) -> dict[str, Any]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentrt_proxy import canonical
-from agentrt_proxy.mcp import RawJSON
+from agentrt_proxy.canonical.encoder import Raw
 from agentrt_proxy.mcp.outcomes import CALL_TOOL_RESULT
 from agentrt_proxy.mcp.shared_text import expand
 from agentrt_proxy.text import model_text
@@ -22,7 +22,7 @@ def text_result(text: str, *, is_error: bool, structured: str | None = None) -> 
     """A ``CallToolResult`` carrying one text block (and structured content, kept literally)."""
     result: dict[str, Any] = {"content": [{"type": "text", "text": text}], "isError": is_error}
     if structured is not None:
-        result["structuredContent"] = RawJSON(structured)
+        result["structuredContent"] = Raw(structured)
     return result
 
 
@@ -64,20 +64,20 @@ def tool_result(content: Any, form: str = "", *, untrusted: bool = False) -> dic
 
 
 def _passed_through(record: dict[str, Any], untrusted: bool = False) -> dict[str, Any]:
-    # Written as literal JSON: the record's numbers are literals (``canonical.Number``), which
-    # the wire's encoder would otherwise write as strings.
+    # Written in the policy form (keys sorted, numbers as their literals), as a recorded result
+    # has always been answered: the same record gives the host the same bytes.
     record = expand(record)  # a text the server sent twice is recorded once (mcp.shared_text)
     blocks = record.get("content")
-    result: dict[str, Any] = {"content": RawJSON(canonical.policy_text(blocks if isinstance(blocks, list) else []))}
+    result: dict[str, Any] = {"content": Raw(canonical.policy_text(blocks if isinstance(blocks, list) else []))}
     if record.get("structuredContent") is not None:
-        result["structuredContent"] = RawJSON(canonical.policy_text(record["structuredContent"]))
+        result["structuredContent"] = Raw(canonical.policy_text(record["structuredContent"]))
     result["isError"] = False
     meta = record.get("_meta")
     kept = {key: value for key, value in meta.items() if key not in _OWN_KEYS} if isinstance(meta, dict) else {}
     if untrusted:
         kept[UNTRUSTED_META_KEY] = True  # never the proxy's marks as the server wrote them
     if kept:
-        result["_meta"] = RawJSON(canonical.policy_text(kept))
+        result["_meta"] = Raw(canonical.policy_text(kept))
     return result
 
 

@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING, Any
 
 import anyio
 
+from agentrt_proxy.canonical.encoder import Raw
 from agentrt_proxy.config import READ_ONLY, Config, ConfigError, check_database_file
-from agentrt_proxy.mcp import CallContext, JsonRpcError, RawJSON
+from agentrt_proxy.mcp import CallContext, JsonRpcError
 from agentrt_proxy.mcp.modern import MODERN_VERSION
 from agentrt_proxy.mcp.spawn import kill_unadopted
 from agentrt_proxy.mcp.tasks_wire import declares_extension
@@ -170,16 +171,16 @@ class Runtime:
                 continue  # no longer matches its pin: not offered until an operator pins it again
             entry: dict[str, Any] = {"name": t.name, **t.display.fields()}
             entry["description"] = t.description
-            entry["inputSchema"] = RawJSON(t.schema_text)
+            entry["inputSchema"] = Raw(t.schema_text)
             if t.output_schema is not None and self._declares_output_schema(t):
-                entry["outputSchema"] = RawJSON(t.output_schema)
+                entry["outputSchema"] = Raw(t.output_schema)
             entry["annotations"] = annotations_for(t.side_effect, t.display.hints)
             listed.append(entry)
         listed.append(
             {
                 "name": self.config.status_tool,
                 "description": model_text.STATUS_DESCRIPTION,
-                "inputSchema": RawJSON(model_text.STATUS_SCHEMA_TEXT),
+                "inputSchema": Raw(model_text.STATUS_SCHEMA_TEXT),
                 "annotations": annotations_for(READ_ONLY) | {"idempotentHint": True, "openWorldHint": False},
             }
         )

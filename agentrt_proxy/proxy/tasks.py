@@ -35,9 +35,10 @@ import anyio
 import anyio.abc
 
 from agentrt_proxy import canonical
+from agentrt_proxy.canonical.encoder import Raw
 from agentrt_proxy.gate import INTERRUPTED_SIDE_EFFECT, Clock
 from agentrt_proxy.gate import approvals as gate_approvals
-from agentrt_proxy.mcp import CallContext, JsonRpcError, RawJSON, jsonrpc, tasks_wire
+from agentrt_proxy.mcp import CallContext, JsonRpcError, jsonrpc, tasks_wire
 from agentrt_proxy.proxy import answers, verdict_text
 from agentrt_proxy.proxy.calls import WhenPending
 from agentrt_proxy.proxy.guarded import UntrustedSource
@@ -370,7 +371,7 @@ class TaskBook:
 
     # ---------------------------------------------------------------------- tasks/* methods
 
-    async def request(self, era: str, method: str, params: Mapping[str, Any]) -> dict[str, Any] | RawJSON:
+    async def request(self, era: str, method: str, params: Mapping[str, Any]) -> dict[str, Any] | Raw:
         try:
             if method == "tasks/list":
                 return await self._list(params)
@@ -399,7 +400,7 @@ class TaskBook:
         self._told.setdefault(row.id, (row.status, row.status_message))
         return row
 
-    async def _result(self, row: TaskRow) -> RawJSON:
+    async def _result(self, row: TaskRow) -> Raw:
         """2025-11-25's ``tasks/result``: blocks until the task ends, then the call's answer."""
         while not row.terminal:
             with anyio.move_on_after(self.tick):

@@ -48,7 +48,7 @@ class ToolDisplay:
 
     def fields(self) -> dict[str, Any]:
         """``title`` and ``icons`` as the host's listing carries them (the output schema, JSON
-        text, is spliced in by the caller, which holds the wire's raw-JSON type)."""
+        text, is embedded by the caller as a ``canonical.encoder.Raw``)."""
         out: dict[str, Any] = {}
         if self.title is not None:
             out["title"] = self.title

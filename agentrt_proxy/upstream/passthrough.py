@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from typing import Any, TypeGuard
 
 from agentrt_proxy.canonical.durations import SECOND
+from agentrt_proxy.canonical.encoder import Raw
 from agentrt_proxy.config import ServerConfig
-from agentrt_proxy.mcp import MAX_TOOL_PAGES, MAX_TOOLS, JsonRpcError, RawJSON
+from agentrt_proxy.mcp import MAX_TOOL_PAGES, MAX_TOOLS, JsonRpcError
 from agentrt_proxy.mcp.errors import TransportError
 from agentrt_proxy.mcp.jsonrpc import ErrorResponse, Response
 from agentrt_proxy.mcp.spans import SpanError, find_span, iter_elements
@@ -41,7 +42,7 @@ class ReadAnswer:
 
     server: str
     target: str  # the URI, or the prompt's name at the server
-    result: RawJSON | None
+    result: Raw | None
     error: JsonRpcError | None
     size: int
 
@@ -192,7 +193,7 @@ class Passthrough:
 
     async def list_resources(self, *, for_host: bool = True) -> dict[str, Any]:
         """Every server's resources; ``for_host``: the host is given them (not a routing look)."""
-        listed: list[RawJSON] = []
+        listed: list[Raw] = []
         for server in self._serving("resources"):
             items = await self._list(server, "resources/list", "resources")
             if items is None:
@@ -202,11 +203,11 @@ class Passthrough:
             self.routes.listed(
                 server.name, [d["uri"] for d, _ in items if isinstance(d, dict) and _is_str(d.get("uri"))]
             )
-            listed.extend(RawJSON(text) for _d, text in items)
+            listed.extend(Raw(text) for _d, text in items)
         return {"resources": listed}
 
     async def list_templates(self, *, for_host: bool = True) -> dict[str, Any]:
-        listed: list[RawJSON] = []
+        listed: list[Raw] = []
         for server in self._serving("resources"):
             items = await self._list(server, "resources/templates/list", "resourceTemplates")
             if items is None:
@@ -217,7 +218,7 @@ class Passthrough:
                 server.name,
                 [d["uriTemplate"] for d, _ in items if isinstance(d, dict) and _is_str(d.get("uriTemplate"))],
             )
-            listed.extend(RawJSON(text) for _d, text in items)
+            listed.extend(Raw(text) for _d, text in items)
         return {"resourceTemplates": listed}
 
     async def _list(self, server: ServerConfig, method: str, key: str) -> list[tuple[Any, str]] | None:
@@ -245,7 +246,7 @@ class Passthrough:
         server = await self._route(uri)
         return await self._answer(server, uri, "resources/read", params)
 
-    async def subscription(self, method: str, params: dict[str, Any]) -> RawJSON | None:
+    async def subscription(self, method: str, params: dict[str, Any]) -> Raw | None:
         uri = params.get("uri")
         if not _is_str(uri):
             raise JsonRpcError(INVALID_PARAMS, model_text.PASSTHROUGH_NEEDS_URI)
@@ -298,7 +299,7 @@ class Passthrough:
 
     # --------------------------------------------------------------------- completion
 
-    async def complete(self, params: dict[str, Any]) -> RawJSON | None:
+    async def complete(self, params: dict[str, Any]) -> Raw | None:
         ref = params.get("ref")
         if not isinstance(ref, dict):
             raise JsonRpcError(INVALID_PARAMS, model_text.PASSTHROUGH_NEEDS_REF)
@@ -341,7 +342,7 @@ class Passthrough:
             error = JsonRpcError(answer.code, model_text.passthrough_error(answer.message), answer.data)
             return ReadAnswer(server.name, target, None, error, size)
         text = _result_text(answer)
-        return ReadAnswer(server.name, target, RawJSON(text), None, len(text.encode("utf-8")))
+        return ReadAnswer(server.name, target, Raw(text), None, len(text.encode("utf-8")))
 
     def _warn_once(self, server: str, what: str, why: str) -> None:
         key = (server, what, why)

@@ -22,6 +22,8 @@ from agentrt_proxy.canonical.encoder import (
     POLICY,
     SCHEMA,
     STORE,
+    WIRE,
+    WIRE_ASCII,
     Raw,
     Style,
     _go_json,
@@ -94,12 +96,28 @@ def test_the_manifest_style_is_json_dumps_indented_two_spaces_made_html_safe(val
 
 
 @settings(max_examples=300, deadline=None)
+@given(trees(PLAIN | texts_with_surrogates, texts_with_surrogates))
+def test_the_wire_style_writes_the_bytes_json_dumps_wrote_on_the_wire(value: Any) -> None:
+    # What mcp.jsonrpc.encode wrote before the one encoder: compact, not ASCII, nothing escaped
+    # but what JSON must, a lone surrogate kept (and everything escaped in the ASCII fallback).
+    assert encode(value, WIRE) == json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    assert encode(value, WIRE_ASCII) == json.dumps(value, separators=(",", ":"), allow_nan=False)
+
+
+@settings(max_examples=300, deadline=None)
 @given(trees(PLAIN | st.floats() | st.sampled_from([Number("1.50"), Number("-0"), Raw("[1,{}]")]), texts))
 def test_the_stores_c_fast_path_and_the_walk_write_the_same(value: Any) -> None:
     assert go_json(value) == _go_json(value)
 
 
-STYLES = {"STORE": STORE, "CANONICAL": CANONICAL, "POLICY": POLICY, "SCHEMA": SCHEMA, "MANIFEST": MANIFEST}
+STYLES = {
+    "STORE": STORE,
+    "CANONICAL": CANONICAL,
+    "POLICY": POLICY,
+    "SCHEMA": SCHEMA,
+    "MANIFEST": MANIFEST,
+    "WIRE": WIRE,
+}
 
 
 @pytest.mark.parametrize("style", STYLES.values(), ids=STYLES.keys())
@@ -111,20 +129,22 @@ def test_every_style_writes_a_literal_as_the_text_it_holds(style: Style) -> None
 @pytest.mark.parametrize(
     ("style", "text"),
     [
-        (STORE, r'"\u003c\u0026\u003e \u2028 ' + "\ud800" + r' \n\u0001' + '\x7f"'),
-        (CANONICAL, r'"\u003c\u0026\u003e \u2028 ' + "\ufffd" + r' \n\u0001' + '\x7f"'),
-        (POLICY, '"<&> \u2028 \ufffd ' + r'\n\u0001' + '\x7f"'),
-        (SCHEMA, r'"<&> \u2028 ' + "\ufffd" + r' \n\u0001' + '\x7f"'),
-        (MANIFEST, r'"\u003c\u0026\u003e \u2028 ' + "\ufffd" + r' \n\u0001' + '\x7f"'),
+        (STORE, r'"\u003c\u0026\u003e \u2028 ' + "\ud800" + r" \n\u0001" + '\x7f"'),
+        (CANONICAL, r'"\u003c\u0026\u003e \u2028 ' + "\ufffd" + r" \n\u0001" + '\x7f"'),
+        (POLICY, '"<&> \u2028 \ufffd ' + r"\n\u0001" + '\x7f"'),
+        (SCHEMA, r'"<&> \u2028 ' + "\ufffd" + r" \n\u0001" + '\x7f"'),
+        (MANIFEST, r'"\u003c\u0026\u003e \u2028 ' + "\ufffd" + r" \n\u0001" + '\x7f"'),
+        (WIRE, '"<&> \u2028 \ud800 ' + r"\n\u0001" + '\x7f"'),
     ],
     ids=STYLES.keys(),
 )
 def test_each_style_escapes_its_own_characters_in_a_string(style: Style, text: str) -> None:
     assert encode("<&> \u2028 \ud800 \n\x01\x7f", style) == text
 
+
 @pytest.mark.parametrize(
     ("style", "written"),
-    [(STORE, "[NaN,Infinity,-Infinity]"), *[(style, None) for style in (CANONICAL, POLICY, SCHEMA, MANIFEST)]],
+    [(STORE, "[NaN,Infinity,-Infinity]"), *[(style, None) for style in (CANONICAL, POLICY, SCHEMA, MANIFEST, WIRE)]],
     ids=STYLES.keys(),
 )
 def test_a_float_that_is_not_finite_is_refused_by_every_style_but_the_store(style: Style, written: str | None) -> None:
@@ -159,8 +179,53 @@ def test_the_store_keeps_the_order_given_and_writes_a_key_that_is_not_a_string_a
             [1, [2, {}], {"b": {"c": None}}],
             '[\n  1,\n  [\n    2,\n    {}\n  ],\n  {\n    "b": {\n      "c": null\n    }\n  }\n]',
         ),
-        ({"a,b:": "x:{y},[z]\\\""}, '{\n  "a,b:": "x:{y},[z]\\\\\\""\n}'),
+        ({"a,b:": 'x:{y},[z]\\"'}, '{\n  "a,b:": "x:{y},[z]\\\\\\""\n}'),
     ],
 )
 def test_the_manifest_style_indents_as_gos_marshal_indent(value: Any, text: str) -> None:
     assert encode(value, MANIFEST) == text
+
+
+# A typical tools/call answer, its recorded parts embedded as the literal text they were stored as.
+CALL_ANSWER = {
+    "jsonrpc": "2.0",
+    "id": 7,
+    "result": {
+        "content": Raw('[{"type":"text","text":"paid 19.99 €"}]'),
+        "structuredContent": Raw('{"amount":19.990,"n":9007199254740993}'),
+        "isError": False,
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("value", "text"),
+    [
+        (
+            CALL_ANSWER,
+            '{"jsonrpc":"2.0","id":7,"result":{"content":[{"type":"text","text":"paid 19.99 €"}],'
+            '"structuredContent":{"amount":19.990,"n":9007199254740993},"isError":false}}',
+        ),
+        ({"a": {"b": [Raw("1e400"), {"c": Raw(' { "d" : [ ] } ')}]}}, '{"a":{"b":[1e400,{"c": { "d" : [ ] } }]}}'),
+        ([Raw("[]"), Raw('"x"'), Raw("null"), [Raw("{}")]], '[[],"x",null,[{}]]'),
+        (
+            {"n": Number("1.50"), "big": Number("12345678901234567890.5"), "e": Number("-0e-0")},
+            '{"n":1.50,"big":12345678901234567890.5,"e":-0e-0}',
+        ),
+        (
+            {"t": "é😀 <&> \u2028\u2029 \x00\x7f", "r": Raw('"é<&>\\u0000"')},
+            '{"t":"é😀 <&> \u2028\u2029 \\u0000\x7f","r":"é<&>\\u0000"}',
+        ),
+        ({Raw(' "k\\u0041" '): Raw(" 1 "), "b": (1, 2.5, True, None)}, '{ "k\\u0041" : 1 ,"b":[1,2.5,true,null]}'),
+        ({"z": 1, "a": 2}, '{"z":1,"a":2}'),
+    ],
+    ids=["a call's answer", "nested Raw", "Raw in lists", "numbers as literals", "non-ASCII", "a Raw key", "order"],
+)
+def test_the_wire_style_embeds_raw_json_and_number_literals_verbatim(value: Any, text: str) -> None:
+    assert encode(value, WIRE) == text
+    assert json.loads(text) is not None  # each row is JSON a host can read
+
+
+def test_the_ascii_wire_escapes_every_character_outside_ascii_but_the_raw_text() -> None:
+    value = {"t": "é\ud800", "r": Raw('"é"'), "n": Number("2.0")}
+    assert encode(value, WIRE_ASCII) == '{"t":"\\u00e9\\ud800","r":"é","n":2.0}'

@@ -147,10 +147,10 @@ class WithResources:
         raise AssertionError("no call expected")
 
     async def handle(self, method: str, params: dict[str, Any]) -> Any:
-        from agentrt_proxy.mcp.jsonrpc import RawJSON
+        from agentrt_proxy.canonical.encoder import Raw
 
         self.asked.append(method)
-        return RawJSON('{"contents":[{"uri":"file:///a","text":"1.50"}]}')
+        return Raw('{"contents":[{"uri":"file:///a","text":"1.50"}]}')
 
 
 async def test_a_passed_through_read_is_shaped_and_subscriptions_are_gone() -> None:

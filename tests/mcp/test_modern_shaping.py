@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
+from agentrt_proxy.canonical.encoder import Raw
 from agentrt_proxy.mcp import modern
-from agentrt_proxy.mcp.jsonrpc import RawJSON
 
 V = modern.PROTOCOL_VERSION_KEY
 C = modern.CLIENT_CAPABILITIES_KEY
@@ -111,7 +111,7 @@ def test_every_result_carries_its_type_and_the_cacheable_ones_their_hints(
 
 
 def test_a_servers_own_meta_is_not_rewritten() -> None:
-    raw_meta = RawJSON('{"server/key":1}')
+    raw_meta = Raw('{"server/key":1}')
     shaped = modern.shape_result("tools/call", {"content": [], "_meta": raw_meta}, INFO)
     assert isinstance(shaped, dict) and shaped["_meta"] is raw_meta
     merged = modern.shape_result("tools/call", {"content": [], "_meta": {"gate/outcome": "DENIED"}}, INFO)
@@ -138,12 +138,12 @@ RAW_ROWS = [
 def test_a_servers_own_result_text_keeps_its_bytes_and_gains_what_it_lacks(
     method: str, text: str, decoded: dict[str, Any]
 ) -> None:
-    shaped = modern.shape_result(method, RawJSON(text), INFO)
-    assert isinstance(shaped, RawJSON)
-    assert json.loads(shaped.text) == decoded
-    pairs = json.loads(shaped.text, object_pairs_hook=list)
+    shaped = modern.shape_result(method, Raw(text), INFO)
+    assert isinstance(shaped, Raw)
+    assert json.loads(shaped) == decoded
+    pairs = json.loads(shaped, object_pairs_hook=list)
     assert len(pairs) == len({key for key, _ in pairs})  # no key twice
-    assert text.strip()[1:].strip()[:-1].strip() in shaped.text  # the server's members verbatim
+    assert text.strip()[1:].strip()[:-1].strip() in shaped  # the server's members verbatim
 
 
 def test_discover_says_versions_capabilities_instructions_and_who_answers() -> None:

@@ -88,11 +88,27 @@ def test_a_recorded_result_keeps_its_bytes_in_an_extension_task() -> None:
     ],
 )
 def test_tasks_result_names_its_task_in_meta_and_keeps_everything_else(text: str) -> None:
-    shaped = json.loads(result_2025(text, "t1").text)
+    shaped = json.loads(result_2025(text, "t1"))
     assert shaped["_meta"][RELATED_TASK_KEY] == {"taskId": "t1"}
     original = json.loads(text)
     assert {k: v for k, v in shaped.items() if k != "_meta"} == {k: v for k, v in original.items() if k != "_meta"}
     assert {k: v for k, v in shaped["_meta"].items() if k != RELATED_TASK_KEY} == original.get("_meta", {})
+
+
+@pytest.mark.parametrize(
+    ("text", "written"),
+    [
+        ('{"content":[],"_meta":"x"}', '{"content":[],"_meta":"x"}'),
+        (
+            '{"content":[1.50],"_meta":{"a":1,"io.modelcontextprotocol/related-task":{"taskId":"other"}}}',
+            '{"content":[1.50],"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"t1"},"a":1}}',
+        ),
+        ('{"content":[1.50]}', '{"_meta":{"io.modelcontextprotocol/related-task":{"taskId":"t1"}},"content":[1.50]}'),
+    ],
+    ids=["a _meta that is no object", "a server's own claim", "no _meta"],
+)
+def test_tasks_result_names_the_task_once_and_only_in_an_object(text: str, written: str) -> None:
+    assert result_2025(text, "t1") == written
 
 
 def test_every_tool_of_a_2025_session_may_be_called_as_a_task() -> None:

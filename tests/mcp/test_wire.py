@@ -6,6 +6,8 @@ import json
 
 import pytest
 
+from agentrt_proxy.canonical.encoder import WIRE, Raw
+from agentrt_proxy.canonical.encoder import encode as encode_json
 from agentrt_proxy.mcp.framing import LineBuffer
 from agentrt_proxy.mcp.jsonrpc import (
     Batch,
@@ -13,14 +15,13 @@ from agentrt_proxy.mcp.jsonrpc import (
     ErrorResponse,
     Invalid,
     Notification,
-    RawJSON,
     Request,
     Response,
     decode_line,
     encode,
 )
 from agentrt_proxy.mcp.server import negotiate_version, raw_arguments
-from agentrt_proxy.mcp.spans import find_span, top_level_id
+from agentrt_proxy.mcp.spans import SpanError, find_span, raw_members, top_level_id, with_members_in_front
 from agentrt_proxy.mcp.sse import SSEParser
 
 # ---------------------------------------------------------------- framing
@@ -84,12 +85,52 @@ def test_malformed_lines_are_classified_never_raised() -> None:
     assert isinstance(decode_line(b'"text"'), Invalid)
 
 
-def test_encoding_is_one_compact_utf8_line_with_raw_json_spliced_in() -> None:
-    data = encode({"id": 1, "result": {"n": RawJSON("9007199254740993"), "t": "é\n"}})
+def test_encoding_is_one_compact_utf8_line_with_raw_json_written_verbatim() -> None:
+    data = encode({"id": 1, "result": {"n": Raw("9007199254740993"), "t": "é\n"}})
     assert data == '{"id":1,"result":{"n":9007199254740993,"t":"é\\n"}}'.encode()
     assert b"\n" not in data
     # A lone surrogate cannot be UTF-8: it goes out as the escape it came in as.
     assert encode({"t": "\ud800"}) == b'{"t":"\\ud800"}'
+
+
+MEMBER_TEXTS = [
+    '{"content":[],"isError":false}',
+    '{ "_meta" : { } , "content":[] }',
+    '{"k\\u0041":1.50,"a":{"b":[1e400,"\\ud800"]}}',
+    '{\n  "x": "é",\n  "y": null\n}',
+    '{"a":1,"a":2}',
+]
+
+
+@pytest.mark.parametrize("text", MEMBER_TEXTS)
+def test_an_object_written_from_its_member_texts_is_the_same_bytes(text: str) -> None:
+    members = raw_members(text)
+    assert [name for name, _key, _value in members] == [key for key, _value in json.loads(text, object_pairs_hook=list)]
+    rebuilt = "{" + ",".join(f"{key}:{value}" for _name, key, value in members) + "}"
+    assert rebuilt == text
+    if len({name for name, _k, _v in members}) == len(members):
+        assert encode_json({key: value for _name, key, value in members}, WIRE) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "added", "written"),
+    [
+        ('{"content":[]}', {"resultType": "complete"}, '{"resultType":"complete","content":[]}'),
+        ('{ "a" : 1.50 }', {"b": 2, "a": 3}, '{"b":2,"a" : 1.50 }'),
+        (" { } ", {"resultType": "complete"}, '{"resultType":"complete"}'),
+        ('{"resultType":"task"}', {"resultType": "complete"}, '{"resultType":"task"}'),
+    ],
+)
+def test_members_go_in_front_of_a_raw_object_and_its_own_keep_their_bytes(
+    text: str, added: dict[str, object], written: str
+) -> None:
+    assert with_members_in_front(text, added) == written
+
+
+@pytest.mark.parametrize("text", ["[1]", '{"a"}', '{"a":1 "b":2}', '{"a":1,}'])
+def test_member_texts_of_what_is_no_object_are_refused(text: str) -> None:
+    with pytest.raises(SpanError):
+        raw_members(text)
 
 
 def test_version_negotiation_echoes_a_legacy_version_else_offers_the_latest() -> None:

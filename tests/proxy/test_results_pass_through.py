@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from agentrt_proxy import canonical
-from agentrt_proxy.mcp import RawJSON
+from agentrt_proxy.canonical.encoder import Raw
 from agentrt_proxy.mcp.jsonrpc import encode
 from agentrt_proxy.proxy import answers
 from agentrt_proxy.proxy.rules import duplicate_outcome
@@ -139,7 +139,7 @@ def test_an_old_record_answers_as_it_did_and_the_new_form_answers_as_the_server_
         '"structuredContent":{"n":9007199254740993},"_meta":{"gate/outcome":"DENIED"}}'
     )
     answered = answers.tool_result(record, "call_tool_result")
-    assert isinstance(answered["content"], RawJSON) and "_meta" not in answered  # the only key was the mark
+    assert isinstance(answered["content"], Raw) and "_meta" not in answered  # the only key was the mark
     assert b'"structuredContent":{"n":9007199254740993}' in encode(answered)
     assert wire(answered)["content"] == [
         {"annotations": {"priority": 0.10}, "data": "AA==", "mimeType": "image/png", "type": "image"}
