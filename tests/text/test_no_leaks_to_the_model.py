@@ -2,7 +2,8 @@
 
 Every model-visible template in ``text/`` is walked: all of ``text/model_text.py`` (what the model is
 told) and ``text/record_text.py`` (the runtime's records: the policy's reasons, a tool's recorded
-error and a run's end reach the model through ``denied``, ``duplicate`` and the status tool), and
+error and a run's end reach the model through ``denied``, ``duplicate`` and the status tool),
+``text/pin_text.py`` (why a tool is withheld: ``tool_unpinned`` repeats it to the model), and
 the templates of an operator's module that a model may read too (``MODEL_READS_TOO``). Every module
 of ``text/`` is either walked whole or named in ``OPERATOR_MODULES`` with who reads it, so a new
 module of sentences is judged here before it ships. The templates are generated from the modules with
@@ -34,9 +35,9 @@ from typing import Any
 import pytest
 
 from agentrt_proxy import text as text_package
-from agentrt_proxy.text import model_text, operator_text, record_text
+from agentrt_proxy.text import model_text, operator_text, pin_text, record_text
 
-MODULES = (model_text, record_text)  # walked whole: a model reads them
+MODULES = (model_text, record_text, pin_text)  # walked whole: a model reads them
 
 # The modules of text/ that only the operator reads, each with where its words go.
 OPERATOR_MODULES = {
@@ -150,6 +151,17 @@ ECHOED = {
     "source_server": "the untrusted server's name in the configuration",
     "via": "the method that carried an untrusted server's text to the host (a listing, a notification, progress)",
     "lines": "the status tool's budget lines, built from status_budget_line",
+    "key": "a keyword of the server's input schema",
+    "keyword": "a keyword of the server's input schema",
+    "pointer": "a JSON Pointer into the server's input schema",
+    "item": "a value of the server's input schema (quoted), which the server sent",
+    "parameter": "a parameter of the tool that the operator's rule fixes",
+    "pattern": "the tool-name pattern",
+    "mismatch": "how the server's hints contradict the operator's class (built from these templates)",
+    "hints": "the hints that changed since the pin, built from HINT_FLIP",
+    "hint": "an MCP annotation's name",
+    "before": "an annotation's pinned value (true or false)",
+    "after": "an annotation's live value (true or false)",
 }
 
 # Templates only the operator reads: (the rules they may break, where they go).
