@@ -46,3 +46,7 @@ NAME_NOT_PATTERN = "the name {name} does not match {pattern}"
 SCHEMA_NOT_OBJECT = "the input schema is not a JSON object"
 SCHEMA_NOT_OBJECT_SCHEMA = 'the input schema is not an object schema ("type":"object")'
 FIXED_NOT_JSON = "the fixed value for {parameter} is not valid JSON"
+
+# The whole load's refusals of one tool (upstream/registry.py).
+NAME_TAKEN = "the name {name} is already taken by tool {remote}"
+SCAN_REFUSED = "refused at pin by the scan's hard findings ({rules}); never offered"

@@ -45,6 +45,7 @@ OPERATOR_MODULES = {
     "cli_text": "the command line's own words: the scope statement, the usage, how to run the program",
     "console_text": "the operator's console: its terminal lines and its pages",
     "escaping": "no sentences: the escaping that makes text safe to show",
+    "load_text": "check's and serve's report lines on a server's load, and why a server or its manifest cannot load",
 }
 
 # Templates of an operator's module that a model may read too: walked with the rest.
@@ -160,6 +161,7 @@ ECHOED = {
     "mismatch": "how the server's hints contradict the operator's class (built from these templates)",
     "hints": "the hints that changed since the pin, built from HINT_FLIP",
     "hint": "an MCP annotation's name",
+    "rules": "the scan rules whose hard findings refused a tool at pin",
     "before": "an annotation's pinned value (true or false)",
     "after": "an annotation's live value (true or false)",
 }
