@@ -133,7 +133,8 @@ AUTH_METADATA_HTTPS = "{where}: client_metadata_url {q_url} must be an https:// 
 AUTH_METADATA_DOCUMENT = "{where}: client_metadata_url {q_url} must name a document (a URL with a path)"
 
 # ------------------------------------------------------------------------------ environment references (env_refs.py)
-REFERENCE_NOT_ENV = "a ${ that is not ${env:NAME} (a NAME of letters, digits and '_'; $${ for a literal ${)"  # no fields
+# Shown as written (no fields, so its braces are not doubled).
+REFERENCE_NOT_ENV = "a ${ that is not ${env:NAME} (a NAME of letters, digits and '_'; $${ for a literal ${)"
 REFERENCE_UNSET = "${{env:{name}}}: {name} is not set in the proxy's environment"
 
 # ------------------------------------------------------------------------------ the files themselves (files.py)

@@ -33,6 +33,7 @@ HOMES = ("agentrt_proxy.text", "agentrt_proxy.config.messages")
 # Packages and modules whose sentences were moved to a home: they hold none.
 MOVED = (
     "agentrt_proxy.config",
+    "agentrt_proxy.oauth",
     "agentrt_proxy.upstream.checks",
     "agentrt_proxy.upstream.manifest",
     "agentrt_proxy.upstream.passthrough_pins",
@@ -80,14 +81,6 @@ RATCHET: dict[str, int] = {
     "agentrt_proxy.mcp.spec": 6,
     "agentrt_proxy.mcp.stdio": 7,
     "agentrt_proxy.mcp.tasks_wire": 1,
-    "agentrt_proxy.oauth.callback": 6,
-    "agentrt_proxy.oauth.discovery": 6,
-    "agentrt_proxy.oauth.grants": 4,
-    "agentrt_proxy.oauth.jwt_assertion": 8,
-    "agentrt_proxy.oauth.login": 5,
-    "agentrt_proxy.oauth.serving": 7,
-    "agentrt_proxy.oauth.tokens": 6,
-    "agentrt_proxy.oauth.wire": 1,
     "agentrt_proxy.proxy.begin": 2,
     "agentrt_proxy.proxy.calls": 1,
     "agentrt_proxy.proxy.execute": 1,
