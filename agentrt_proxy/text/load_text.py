@@ -51,3 +51,25 @@ PROMPTS_NOT_PINNED = "{server}: prompts: the manifest pins none; run pin to pin 
 PROMPT_OFFERED = "{server}: offered prompt {prompt} as {name}"
 PROMPT_WITHHELD = "{server}: withheld prompt {prompt}: {why}"
 PROMPT_GONE = "{server}: pinned prompt {prompt}: the server no longer offers it"
+
+# ------------------------------------------------------------------ serving's start (servers.py, loaded_tool.py)
+LIST_TOOLS_BAD_SCHEMA = "mcp: server {q_server}: list tools: tool {q_tool}: input schema: {error}"
+SERVER_MANIFEST_ERROR = "server {q_server}: manifest: {error}"
+SERVER_FAILED = "mcp: server {q_server}: {kind}"
+STATUS_TOOL_TAKEN = (
+    "server {q_server} registers tool {q_remote} under {q_name}, the status tool's name: "
+    "rename one (status_tool or the rule's rename)"
+)
+NAME_REGISTERED_TWICE = "server {q_server} registers {q_name}, which another server already registered"
+NO_CONNECTION = "tool {name}: no connection to server {server!r}"
+ENDED_SESSION = "ended its session"
+ENDED_SESSION_HOW = "ended its session ({ended})"
+
+# ------------------------------------------------------------------ the scan at pin (scan_gate.py)
+OVERRIDE_MALFORMED = "-override {item!r}: give TOOL:RULE, the tool and the rule its finding names"
+SCAN_REFUSED_PREFIX = "server {server}: scan: refused "
+SCAN_OTHERS_REMAIN = " (overridden, but other hard findings remain)"
+SCAN_NOT_PINNED = "server {server}: scan: {tool} is not pinned and never offered; to pin it anyway: -override {pairs}"
+SCAN_OVERRIDDEN_PREFIX = "server {server}: scan: overridden "
+SCAN_RECORDED = " (recorded in the manifest)"
+SCAN_PREFIX = "server {server}: scan: "

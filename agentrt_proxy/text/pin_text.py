@@ -50,3 +50,14 @@ FIXED_NOT_JSON = "the fixed value for {parameter} is not valid JSON"
 # The whole load's refusals of one tool (upstream/registry.py).
 NAME_TAKEN = "the name {name} is already taken by tool {remote}"
 SCAN_REFUSED = "refused at pin by the scan's hard findings ({rules}); never offered"
+
+# Why a server's prompt is withheld (upstream/passthrough_routes.py, upstream/pins.py).
+PROMPT_NAMELESS = "a prompt without a name"
+PROMPT_ARGUMENTS_NOT_ARRAY = "prompt {name!r}: arguments is not an array"
+PROMPT_ARGUMENT_NAMELESS = "prompt {name!r}: an argument without a name"
+PROMPT_LISTED_TWICE = "the server lists it twice"
+PROMPT_NOT_PINNED = "not pinned: run pin to pin it"
+PROMPT_DIFFERS = "it differs from its pin ({difference})"
+PROMPT_NAME_TAKEN = "is already taken"
+PROMPT_NAME_NOT_PATTERN = "does not match ^[a-zA-Z0-9_-]{{1,64}}$"
+PROMPT_NAME_REFUSED = "the name {name} {why}"

@@ -35,9 +35,15 @@ MOVED = (
     "agentrt_proxy.config",
     "agentrt_proxy.oauth",
     "agentrt_proxy.upstream.checks",
+    "agentrt_proxy.upstream.loaded_tool",
     "agentrt_proxy.upstream.manifest",
     "agentrt_proxy.upstream.passthrough_pins",
+    "agentrt_proxy.upstream.passthrough_routes",
+    "agentrt_proxy.upstream.pins",
     "agentrt_proxy.upstream.registry",
+    "agentrt_proxy.upstream.scan_gate",
+    "agentrt_proxy.upstream.servers",
+    "agentrt_proxy.upstream.supervisor",
 )
 
 # The sentences each module still holds, counted when the walk was written. Only down.
@@ -99,15 +105,9 @@ RATCHET: dict[str, int] = {
     "agentrt_proxy.store.tasks": 4,
     "agentrt_proxy.store.tx": 2,
     "agentrt_proxy.testing.fakebank": 9,
-    "agentrt_proxy.upstream.loaded_tool": 5,
     "agentrt_proxy.upstream.passthrough": 7,
-    "agentrt_proxy.upstream.passthrough_routes": 5,
-    "agentrt_proxy.upstream.pins": 3,
     "agentrt_proxy.upstream.review": 2,
     "agentrt_proxy.upstream.review_schema": 3,
-    "agentrt_proxy.upstream.scan_gate": 6,
-    "agentrt_proxy.upstream.servers": 5,
-    "agentrt_proxy.upstream.supervisor": 2,
     "agentrt_proxy.upstream.validation": 2,
 }
 

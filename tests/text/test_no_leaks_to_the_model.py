@@ -115,7 +115,7 @@ ECHOED = {
     "answer": "an answer the model is given anyway, repeated as a task's status message (built from these templates)",
     "note": "the operator's note, written for the model",
     "what": "what UNAVAILABLE says could not be done (a model_text constant)",
-    "why": "why an approved request did not execute (a model_text constant)",
+    "why": "why an approved request did not execute (a model_text constant), or why a prompt's name is refused",
     "description": "one request's status line, built from these templates",
     "descriptions": "the status lines, built from these templates",
     "args_text": "the request's own arguments, which the model sent",
@@ -163,6 +163,7 @@ ECHOED = {
     "hints": "the hints that changed since the pin, built from HINT_FLIP",
     "hint": "an MCP annotation's name",
     "rules": "the scan rules whose hard findings refused a tool at pin",
+    "difference": "how a server's prompt differs from its pin (what the server lists now)",
     "before": "an annotation's pinned value (true or false)",
     "after": "an annotation's live value (true or false)",
 }
