@@ -210,3 +210,32 @@ LOGIN_NOT_OAUTH = 'server {server} has no "auth": {{"type": "oauth"}} in the con
 LOGIN_NO_SERVER = "the configuration has no server {server}"
 LOGOUT_DONE = "server {server}: its token is deleted from {path}"
 LOGOUT_NONE = "server {server}: no token was held in {path}"
+
+# pin, its review and its scan (cli/pin.py, cli/pin_review.py, cli/review_view.py, cli/pin_scan.py).
+NEEDS_CONFIG = "-config <file> is required and nothing follows it"
+ACCEPT_NEEDS_EXPECT = "-accept SERVER needs -expect FINGERPRINT, the fingerprint its review printed"
+EXPECT_NEEDS_ACCEPT = "-expect and -tools go with -accept SERVER"
+REVIEW_OR_ACCEPT = "-review shows the changes and -accept pins them: one at a time"
+PIN_THEN_CHECK = "classify the tools in the configuration's rules, then: {program} check -config {config}\n"
+TOOLS_PINNED = "server {server}: {n} tools pinned in {manifest}, with the server's own hints, which classify nothing:\n"
+PROMPTS_PINNED = "server {server}: {n} prompts pinned:\n"
+PIN_ASK = "pin these changes to server {q_server}? [y/N] "
+MATCHES_PIN = "server {q_server} matches its pin"
+NO_CHANGE_TO_ACCEPT = "server {q_server}: no change to accept for tool(s) {tools}"
+ACCEPT_NO_SERVER = "-accept {q_server}: the configuration has no such server"
+ACCEPT_NOT_REVIEWED = (
+    "server {q_server}: the definitions are not those the review showed "
+    "(fingerprint {fingerprint}, not {expected}); nothing was pinned: review them again"
+)
+TOOLS_NEEDS_ONE = "-tools needs at least one tool name"
+REVIEW_NEW = "new: not pinned, never offered until pinned"
+REVIEW_GONE = "gone: pinned, no longer listed"
+REVIEW_TEXT_ONLY = " (text only: read it, the structure is unchanged)"
+REVIEW_ACCEPT_HINT = (
+    "  to pin exactly these definitions: {program} pin -config {config} -accept {server} -expect {fingerprint}"
+)
+REVIEW_HEAD = "review of server {q_server} since its pin: {summary}; fingerprint {fingerprint}"
+OVERRIDE_UNMATCHED = "server {server}: scan: -override {override} matches no hard finding\n"
+HARD_FINDING_UNRECORDED = (
+    "server {q_server}: {tool} has a hard {rule} finding the pin did not record; review it and pin again"
+)

@@ -32,6 +32,10 @@ HOMES = ("agentrt_proxy.text", "agentrt_proxy.config.messages")
 
 # Packages and modules whose sentences were moved to a home: they hold none.
 MOVED = (
+    "agentrt_proxy.cli.pin",
+    "agentrt_proxy.cli.pin_review",
+    "agentrt_proxy.cli.pin_scan",
+    "agentrt_proxy.cli.review_view",
     "agentrt_proxy.config",
     "agentrt_proxy.oauth",
     "agentrt_proxy.upstream.checks",
@@ -60,11 +64,7 @@ RATCHET: dict[str, int] = {
     "agentrt_proxy.cli.login": 4,
     "agentrt_proxy.cli.main": 3,
     "agentrt_proxy.cli.operator_views": 1,
-    "agentrt_proxy.cli.pin": 8,
-    "agentrt_proxy.cli.pin_review": 6,
-    "agentrt_proxy.cli.pin_scan": 2,
     "agentrt_proxy.cli.recheck_report": 1,
-    "agentrt_proxy.cli.review_view": 5,
     "agentrt_proxy.cli.scan": 4,
     "agentrt_proxy.cli.serve": 1,
     "agentrt_proxy.cli.verify_file": 2,
