@@ -239,3 +239,27 @@ OVERRIDE_UNMATCHED = "server {server}: scan: -override {override} matches no har
 HARD_FINDING_UNRECORDED = (
     "server {q_server}: {tool} has a hard {rule} finding the pin did not record; review it and pin again"
 )
+
+# The flags every subcommand parses (cli/flags.py), in the words of Go's flag package.
+FLAG_NOT_WHOLE = "invalid value {text!r} for flag -{name}: not a whole number"
+FLAG_OUT_OF_RANGE = "invalid value {text!r} for flag -{name}: value out of range"
+FLAG_NOT_BOOLEAN = "invalid boolean value {value!r} for -{name}"
+FLAG_NEEDS_VALUE = "flag needs an argument: -{name}"
+FLAG_UNKNOWN = "flag provided but not defined: -{name}"
+
+# login's other words (cli/login.py).
+LOGIN_USAGE = "-config <file> and one SERVER name are required"
+LOGIN_NO_EXPIRY = "the server gave no expiry"
+LOGIN_EXPIRES = "it expires in {minutes} min"
+LOGIN_LISTENER = "the proxy's loopback listener"
+
+# scan (cli/scan.py).
+SCAN_UNREADABLE = "{file}: {error}"
+SCAN_NOT_JSON = "{file}: not JSON: {error}"
+SCAN_NOT_TOOLS = '{file}: expected a tools/list result ({{"tools": [...]}}) or an array of tool objects'
+SCAN_SUMMARY = "scanned {tools} tools: {hard} hard, {soft} soft finding(s)\n"
+SCAN_ONE_SOURCE = "give one of -config FILE or -tools FILE, and nothing else"
+
+# verify -file (cli/verify_file.py).
+VERIFY_FILE_NOT_HEADER = "not an export's header"
+VERIFY_FILE_NOT_RECORD = "not an export's record"
