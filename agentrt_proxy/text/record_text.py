@@ -244,3 +244,4 @@ ARGUMENTS_NOT_OBJECT = "{name}: arguments are not a JSON object: {reason}"
 ARGUMENTS_NOT_OBJECT_GOT = "{name}: arguments are not a JSON object: got {kind}"
 PARAMETER_DENIED = "{name}: parameter {parameter} is denied by the operator"
 PARAMETER_FIXED = "{name}: parameter {parameter} is fixed by the operator"
+SCHEMA_UNUSABLE = "the schema cannot be used: {error}"  # upstream/validation.py: the arguments' check
