@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from agentrt_proxy.errors import UsageError
+from agentrt_proxy.text import cli_text
 
 __all__ = ["INT64_MAX", "INT64_MIN", "Flags", "UsageError", "parse"]
 
@@ -36,10 +37,10 @@ class Flags:
         try:
             value = int(text, 10)
         except ValueError:
-            raise UsageError(f"invalid value {text!r} for flag -{name}: not a whole number") from None
+            raise UsageError(cli_text.FLAG_NOT_WHOLE.format(text=text, name=name)) from None
         if not INT64_MIN <= value <= INT64_MAX:
             # Go's int64 flags refuse it so; SQLite, which would be handed it, cannot hold it.
-            raise UsageError(f"invalid value {text!r} for flag -{name}: value out of range")
+            raise UsageError(cli_text.FLAG_OUT_OF_RANGE.format(text=text, name=name))
         return value
 
 
@@ -59,7 +60,7 @@ def parse(argv: list[str], *, options: tuple[str, ...] = (), switches: tuple[str
         name, sep, value = arg.lstrip("-").partition("=")
         if name in switches:
             if sep and value not in ("true", "false"):
-                raise UsageError(f"invalid boolean value {value!r} for -{name}")
+                raise UsageError(cli_text.FLAG_NOT_BOOLEAN.format(value=value, name=name))
             if not sep or value == "true":
                 result.switches.add(name)
             else:
@@ -67,10 +68,10 @@ def parse(argv: list[str], *, options: tuple[str, ...] = (), switches: tuple[str
         elif name in options:
             if not sep:
                 if index >= len(argv):
-                    raise UsageError(f"flag needs an argument: -{name}")
+                    raise UsageError(cli_text.FLAG_NEEDS_VALUE.format(name=name))
                 value = argv[index]
                 index += 1
             result.values[name] = value
         else:
-            raise UsageError(f"flag provided but not defined: -{name}")
+            raise UsageError(cli_text.FLAG_UNKNOWN.format(name=name))
     return result

@@ -23,7 +23,7 @@ def _server(argv: list[str], switches: tuple[str, ...]) -> tuple[ServerConfig, b
     flags = parse(argv, options=("config",), switches=switches)
     path = flags.get("config")
     if not path or len(flags.positionals) != 1:
-        raise UsageError("-config <file> and one SERVER name are required")
+        raise UsageError(cli_text.LOGIN_USAGE)
     name = flags.positionals[0]
     config = load_config(path)
     server = next((s for s in config.servers if s.name == name), None)
@@ -41,8 +41,8 @@ def _fail(err: BaseException, stderr: TextIO) -> int:
 
 def _expiry(expires_at: float | None) -> str:
     if expires_at is None:
-        return "the server gave no expiry"
-    return f"it expires in {max(0, int(expires_at - time.time())) // 60} min"
+        return cli_text.LOGIN_NO_EXPIRY
+    return cli_text.LOGIN_EXPIRES.format(minutes=max(0, int(expires_at - time.time())) // 60)
 
 
 def login_command(argv: list[str], *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
@@ -57,9 +57,7 @@ def login_command(argv: list[str], *, stdout: TextIO | None = None, stderr: Text
 
     def show(url: str) -> None:
         out.write(cli_text.LOGIN_OPEN.format(server=escaping.go_quote(server.name), url=url) + "\n")
-        out.write(
-            cli_text.LOGIN_WAITING.format(seconds=int(LOGIN_WAIT), redirect="the proxy's loopback listener") + "\n"
-        )
+        out.write(cli_text.LOGIN_WAITING.format(seconds=int(LOGIN_WAIT), redirect=cli_text.LOGIN_LISTENER) + "\n")
         out.flush()
 
     try:

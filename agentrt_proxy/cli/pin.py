@@ -43,7 +43,7 @@ def _config_path(argv: list[str]) -> str:
     flags = parse(argv, options=("config",), switches=("json",))
     path = flags.get("config")
     if not path or flags.positionals:
-        raise UsageError("-config <file> is required and nothing follows it")
+        raise UsageError(cli_text.NEEDS_CONFIG)
     return path
 
 
@@ -51,11 +51,11 @@ def _review_flags(argv: list[str]) -> Flags:
     """``pin``'s review flags (decision 0018): -review [-json], or -accept SERVER [-tools a,b] -expect FP."""
     flags = parse(argv, options=("config", "accept", "tools", "expect"), switches=("review", "json"))
     if flags.get("accept") is not None and not flags.get("expect"):
-        raise UsageError("-accept SERVER needs -expect FINGERPRINT, the fingerprint its review printed")
+        raise UsageError(cli_text.ACCEPT_NEEDS_EXPECT)
     if flags.get("accept") is None and (flags.get("expect") is not None or flags.get("tools") is not None):
-        raise UsageError("-expect and -tools go with -accept SERVER")
+        raise UsageError(cli_text.EXPECT_NEEDS_ACCEPT)
     if flags.on("review") and flags.get("accept") is not None:
-        raise UsageError("-review shows the changes and -accept pins them: one at a time")
+        raise UsageError(cli_text.REVIEW_OR_ACCEPT)
     return flags
 
 
@@ -102,21 +102,18 @@ async def _pin_all(
         if dropped:
             left_out.append(cli_text.refused_by_scan(server.name, dropped))
     if not refused:
-        stdout.write(f"classify the tools in the configuration's rules, then: {PROGRAM} check -config {config_path}\n")
+        stdout.write(cli_text.PIN_THEN_CHECK.format(program=PROGRAM, config=config_path))
     return refused + left_out
 
 
 def _write_pinned(name: str, path: str, manifest: Manifest, stdout: TextIO) -> None:
     """What ``pin`` says of one server it pinned."""
     server_name = escaping.sanitize(name)
-    stdout.write(
-        f"server {server_name}: {len(manifest.tools)} tools pinned in {path}, "
-        "with the server's own hints, which classify nothing:\n"
-    )
+    stdout.write(cli_text.TOOLS_PINNED.format(server=server_name, n=len(manifest.tools), manifest=path))
     for tool in sorted(manifest.tools):
         stdout.write(pin_line(manifest.tools[tool]) + "\n")
     if manifest.prompts is not None:
-        stdout.write(f"server {server_name}: {len(manifest.prompts)} prompts pinned:\n")
+        stdout.write(cli_text.PROMPTS_PINNED.format(server=server_name, n=len(manifest.prompts)))
         for prompt_name in sorted(manifest.prompts):
             prompt = manifest.prompts[prompt_name]
             description = escaping.clean(" ".join(prompt.description.split()), DESCRIPTION_BYTES)
@@ -143,7 +140,7 @@ def pin_command(
     flags = _review_flags(argv)
     config_path = flags.get("config")
     if not config_path or flags.positionals:
-        raise UsageError("-config <file> is required and nothing follows it")
+        raise UsageError(cli_text.NEEDS_CONFIG)
     try:
         config = load_config(config_path)
         if flags.on("review"):

@@ -20,7 +20,7 @@ from agentrt_proxy.canonical.encoder import MANIFEST, encode
 from agentrt_proxy.cli.review_view import review_data, review_lines
 from agentrt_proxy.config import Config, ServerConfig
 from agentrt_proxy.errors import AgentrtError, UsageError
-from agentrt_proxy.text import escaping
+from agentrt_proxy.text import cli_text, escaping
 from agentrt_proxy.upstream import Connector, Manifest, OpenServers, pin_server, pinned_listing, read_manifest
 from agentrt_proxy.upstream.pins import PinnedPrompt
 from agentrt_proxy.upstream.review import NEW, ServerReview, review_server
@@ -90,7 +90,7 @@ def repin_allowed(
     for line in review_lines(review, config_path):
         stdout.write(line + "\n")
     stdout.flush()
-    return ask(f"pin these changes to server {escaping.go_quote(server.name)}? [y/N] "), review
+    return ask(cli_text.PIN_ASK.format(q_server=escaping.go_quote(server.name))), review
 
 
 async def review_all(config: Config, config_path: str, stdout: TextIO, connector: Connector, as_json: bool) -> None:
@@ -105,7 +105,7 @@ async def review_all(config: Config, config_path: str, stdout: TextIO, connector
     for review in reviews:
         lines = review_lines(review, config_path)
         if not lines:
-            lines = [f"server {escaping.go_quote(review.server)} matches its pin"]
+            lines = [cli_text.MATCHES_PIN.format(q_server=escaping.go_quote(review.server))]
         for line in lines:
             stdout.write(line + "\n")
 
@@ -121,8 +121,9 @@ def _selected(review: ServerReview, tools: Sequence[str] | None) -> list[str]:
     unknown = [name for name in tools if name not in changed]
     if unknown:
         raise AcceptRefused(
-            f"server {escaping.go_quote(review.server)}: no change to accept for tool(s) "
-            f"{', '.join(escaping.go_quote(name) for name in unknown)}"
+            cli_text.NO_CHANGE_TO_ACCEPT.format(
+                q_server=escaping.go_quote(review.server), tools=", ".join(escaping.go_quote(name) for name in unknown)
+            )
         )
     return list(tools)
 
@@ -143,7 +144,7 @@ async def accept_server(
     its new text is scanned afresh)."""
     server = next((s for s in config.servers if s.name == name), None)
     if server is None:
-        raise UsageError(f"-accept {escaping.go_quote(name)}: the configuration has no such server")
+        raise UsageError(cli_text.ACCEPT_NO_SERVER.format(q_server=escaping.go_quote(name)))
     old = existing_manifest(server)
     fresh = await pin_server(server, connector=connector)
     review = review_of_fresh(server, old, fresh)
@@ -151,9 +152,9 @@ async def accept_server(
         for line in review_lines(review, config_path):
             stdout.write(line + "\n")
         raise AcceptRefused(
-            f"server {escaping.go_quote(name)}: the definitions are not those the review showed "
-            f"(fingerprint {review.fingerprint}, not {escaping.sanitize(expect)}); nothing was pinned: "
-            "review them again"
+            cli_text.ACCEPT_NOT_REVIEWED.format(
+                q_server=escaping.go_quote(name), fingerprint=review.fingerprint, expected=escaping.sanitize(expect)
+            )
         )
     chosen = _selected(review, tools)
     kept = dict(old.tools) if old is not None else {}
@@ -205,5 +206,5 @@ def tools_flag(value: Any) -> list[str] | None:
         return None
     names = [name.strip() for name in str(value).split(",") if name.strip()]
     if not names:
-        raise UsageError("-tools needs at least one tool name")
+        raise UsageError(cli_text.TOOLS_NEEDS_ONE)
     return names

@@ -13,7 +13,7 @@ from typing import Any, TextIO
 
 from agentrt_proxy.config import Config, ServerConfig
 from agentrt_proxy.scan import scan
-from agentrt_proxy.text import escaping
+from agentrt_proxy.text import cli_text, escaping
 from agentrt_proxy.upstream import Manifest, OpenServers, read_manifest
 from agentrt_proxy.upstream.scan_gate import finding_line, gate_pin, live_listing, parse_overrides, unused_overrides
 
@@ -53,7 +53,7 @@ def gate(
     for text in unused_overrides(frozenset(mine), outcome.used):
         if text.rpartition(":")[0] not in outcome.refused:
             name = escaping.sanitize(server.name)
-            stdout.write(f"server {name}: scan: -override {escaping.sanitize(text)} matches no hard finding\n")
+            stdout.write(cli_text.OVERRIDE_UNMATCHED.format(server=name, override=escaping.sanitize(text)))
     return outcome.manifest
 
 
@@ -97,7 +97,8 @@ def check_scan(config: Config, opened: OpenServers, stdout: TextIO) -> list[str]
         offered = record is not None and finding.tool in record.tools
         if finding.hard and not overridden and not refused and (offered or finding.tool == "(instructions)"):
             failures.append(
-                f"server {escaping.go_quote(finding.server)}: {escaping.sanitize(finding.tool)} has a hard "
-                f"{finding.rule} finding the pin did not record; review it and pin again"
+                cli_text.HARD_FINDING_UNRECORDED.format(
+                    q_server=escaping.go_quote(finding.server), tool=escaping.sanitize(finding.tool), rule=finding.rule
+                )
             )
     return failures

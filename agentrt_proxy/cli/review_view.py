@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from agentrt_proxy import canonical
-from agentrt_proxy.text import escaping
+from agentrt_proxy.text import cli_text, escaping
 from agentrt_proxy.text.cli_text import program_invocation
 from agentrt_proxy.upstream.review import ItemReview, ServerReview
 
@@ -19,8 +19,8 @@ __all__ = ["accept_hint", "review_data", "review_lines"]
 
 VALUE_BYTES = 160
 _STATUS = {
-    "new": "new: not pinned, never offered until pinned",
-    "gone": "gone: pinned, no longer listed",
+    "new": cli_text.REVIEW_NEW,
+    "gone": cli_text.REVIEW_GONE,
     "changed": "changed",
 }
 
@@ -33,9 +33,11 @@ def _value(value: Any) -> str:
 
 def accept_hint(review: ServerReview, config_path: str) -> str:
     """What to type to pin exactly what the review showed."""
-    return (
-        f"  to pin exactly these definitions: {program_invocation()} pin -config {escaping.sanitize(config_path)} "
-        f"-accept {escaping.sanitize(review.server)} -expect {review.fingerprint}"
+    return cli_text.REVIEW_ACCEPT_HINT.format(
+        program=program_invocation(),
+        config=escaping.sanitize(config_path),
+        server=escaping.sanitize(review.server),
+        fingerprint=review.fingerprint,
     )
 
 
@@ -46,7 +48,7 @@ def _item_lines(item: ItemReview) -> list[str]:
         if item.widening:
             status += " (widening)"
         elif all(change.direction == "text" for change in item.changes):
-            status += " (text only: read it, the structure is unchanged)"
+            status += cli_text.REVIEW_TEXT_ONLY
         else:
             status += " (narrowing)"
     lines = [f"  {item.kind} {s(item.name)}: {status}"]
@@ -71,8 +73,11 @@ def review_lines(review: ServerReview, config_path: str) -> list[str]:
     for item in review.items:
         counts[item.status] = counts.get(item.status, 0) + 1
     summary = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
-    lines = [f"review of server {escaping.go_quote(review.server)} since its pin: {summary}; "
-             f"fingerprint {review.fingerprint}"]  # fmt: skip
+    lines = [
+        cli_text.REVIEW_HEAD.format(
+            q_server=escaping.go_quote(review.server), summary=summary, fingerprint=review.fingerprint
+        )
+    ]
     for item in review.items:
         lines.extend(_item_lines(item))
     lines.append(accept_hint(review, config_path))

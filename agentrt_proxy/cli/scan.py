@@ -21,7 +21,7 @@ from agentrt_proxy.cli.flags import UsageError, parse
 from agentrt_proxy.config import Config, load_config
 from agentrt_proxy.errors.bugs import expected
 from agentrt_proxy.scan import Listing, ScanResult, scan
-from agentrt_proxy.text import escaping
+from agentrt_proxy.text import cli_text, escaping
 from agentrt_proxy.upstream import Connector, default_connector
 from agentrt_proxy.upstream.scan_gate import explanation, finding_line, live_listing, scan_server
 
@@ -53,15 +53,15 @@ def _tools_of(path: str) -> tuple[list[Any], Any]:
     try:
         tree = json.loads(Path(path).read_text(encoding="utf-8"))
     except OSError as err:
-        raise _Unreadable(f"{path}: {err.strerror or err}") from None
+        raise _Unreadable(cli_text.SCAN_UNREADABLE.format(file=path, error=err.strerror or err)) from None
     except (ValueError, UnicodeDecodeError) as err:
-        raise _Unreadable(f"{path}: not JSON: {err}") from None
+        raise _Unreadable(cli_text.SCAN_NOT_JSON.format(file=path, error=err)) from None
     tools = tree.get("tools") if isinstance(tree, dict) else tree
     if isinstance(tree, dict) and "result" in tree and tools is None:
         result = tree["result"]  # a whole JSON-RPC answer
         tools = result.get("tools") if isinstance(result, dict) else None
     if not isinstance(tools, list) or not all(isinstance(t, dict) for t in tools):
-        raise _Unreadable(f'{path}: expected a tools/list result ({{"tools": [...]}}) or an array of tool objects')
+        raise _Unreadable(cli_text.SCAN_NOT_TOOLS.format(file=path))
     return tools, tree
 
 
@@ -82,7 +82,7 @@ def _write(result: ScanResult, as_json: bool, many: bool, out: TextIO) -> None:
     for finding in result.findings:
         out.write(finding_line(finding, prefix=f"{escaping.sanitize(finding.server)}: " if many else "") + "\n")
     hard = sum(1 for f in result.findings if f.hard)
-    out.write(f"scanned {result.tools_scanned} tools: {hard} hard, {len(result.findings) - hard} soft finding(s)\n")
+    out.write(cli_text.SCAN_SUMMARY.format(tools=result.tools_scanned, hard=hard, soft=len(result.findings) - hard))
 
 
 def command(
@@ -96,7 +96,7 @@ def command(
     flags = parse(argv, options=("config", "tools"), switches=("json",))
     config_path, tools_path = flags.get("config"), flags.get("tools")
     if flags.positionals or (config_path is None) == (tools_path is None):
-        raise UsageError("give one of -config FILE or -tools FILE, and nothing else")
+        raise UsageError(cli_text.SCAN_ONE_SOURCE)
     try:
         if tools_path is not None:
             result = scan([_listing_of(tools_path)])

@@ -109,7 +109,7 @@ def _records(path: str) -> Iterator[Record]:
         reader = csv.reader(f)
         header = next(reader, None)
         if header is not None and tuple(header) != FIELDS:
-            raise BadRecord(cli_text.VERIFY_FILE_BAD_LINE.format(line=1, detail="not an export's header"))
+            raise BadRecord(cli_text.VERIFY_FILE_BAD_LINE.format(line=1, detail=cli_text.VERIFY_FILE_NOT_HEADER))
         for row in reader:
             if len(row) != len(FIELDS):
                 raise BadRecord(cli_text.VERIFY_FILE_BAD_LINE.format(line=reader.line_num, detail="wrong field count"))
@@ -136,7 +136,9 @@ def _record(number: int, fields: dict[str, Any]) -> Record:
         if not all(isinstance(t, str) for t in texts):
             raise ValueError
     except (KeyError, ValueError):
-        raise BadRecord(cli_text.VERIFY_FILE_BAD_LINE.format(line=number, detail="not an export's record")) from None
+        raise BadRecord(
+            cli_text.VERIFY_FILE_BAD_LINE.format(line=number, detail=cli_text.VERIFY_FILE_NOT_RECORD)
+        ) from None
     return Record(number, seq, *texts)
 
 

@@ -15,6 +15,7 @@ from agentrt_proxy.canonical import Number
 from agentrt_proxy.canonical.currency import currency_code
 from agentrt_proxy.canonical.durations import DurationError, parse_go
 from agentrt_proxy.canonical.quoting import go_quote
+from agentrt_proxy.config import messages as T
 from agentrt_proxy.config.model import OVER_BUDGET_OUTCOMES, TRUSTED, UNTRUSTED, Budget, ServerConfig
 
 Fail = Callable[[str], NoReturn]
@@ -30,16 +31,16 @@ def check_field(where: str, name: str, value: str | None, fail: Fail) -> None:
     if value is None:
         return
     if not value:
-        fail(f"{where}: {name} must not be empty")
+        fail(T.FIELD_EMPTY.format(where=where, name=name))
     if value.startswith("/") and _POINTER_ESCAPE.search(value):
-        fail(f"{where}: {name} {go_quote(value)} is not a JSON Pointer ('~' must be followed by 0 or 1)")
+        fail(T.FIELD_NOT_POINTER.format(where=where, name=name, q_value=go_quote(value)))
 
 
 def trust(server: str, value: str | None, fail: Fail) -> str:
     if value is None:
         return UNTRUSTED
     if value not in (TRUSTED, UNTRUSTED):
-        fail(f"server {go_quote(server)}: trust {go_quote(value)} is not trusted or untrusted")
+        fail(T.TRUST_BAD.format(q_server=go_quote(server), q_value=go_quote(value)))
     return value
 
 
@@ -56,14 +57,14 @@ def budgets(value: Any, servers: Iterable[ServerConfig], fail: Fail) -> tuple[Bu
     if value is None:
         return ()
     if not isinstance(value, list):
-        fail("budgets must be an array of budget entries")
+        fail(T.BUDGETS_NOT_ARRAY)
     names = registered_names(servers)
     out: list[Budget] = []
     seen: set[str] = set()
     for index, entry in enumerate(value):
         budget = _budget(index, entry, names, fail)
         if budget.name in seen:
-            fail(f"budgets[{index}]: the name {go_quote(budget.name)} is used twice")
+            fail(T.BUDGET_NAME_TWICE.format(index=index, q_name=go_quote(budget.name)))
         seen.add(budget.name)
         out.append(budget)
     return tuple(out)
@@ -73,26 +74,26 @@ _BUDGET_FIELDS = ("name", "tools", "limit", "window", "currency", "over_budget")
 
 
 def _budget(index: int, entry: Any, names: dict[str, tuple[ServerConfig, str]], fail: Fail) -> Budget:
-    where = f"budgets[{index}]"
+    where = T.BUDGET_AT.format(index=index)
     if not isinstance(entry, dict):
-        fail(f"{where} must be a JSON object")
+        fail(T.NOT_AN_OBJECT.format(where=where))
     for key in entry:
         if key not in _BUDGET_FIELDS:
-            fail(f"unknown field {go_quote(key)} in {where}")
-    name = _string(entry.get("name"), f"{where}.name", fail)
+            fail(T.UNKNOWN_FIELD.format(q_name=go_quote(key), where=T.UNKNOWN_FIELD_IN.format(where=where)))
+    name = _string(entry.get("name"), T.BUDGET_NAME_FIELD.format(where=where), fail)
     if name is None or not BUDGET_NAME_PATTERN.fullmatch(name):
-        fail(f"{where}.name must be 1 to 64 letters, digits, '_', '.' or '-'")
-    where = f"budget {go_quote(name)}"
+        fail(T.BUDGET_NAME_PATTERN.format(where=where))
+    where = T.BUDGET_WHERE.format(q_name=go_quote(name))
     tools = entry.get("tools")
     if (
         not isinstance(tools, list)
         or not tools
         or not all(isinstance(t, str) and not isinstance(t, Number) for t in tools)
     ):
-        fail(f"{where}: tools must be a non-empty array of registered tool names")
+        fail(T.BUDGET_TOOLS.format(where=where))
     for tool in tools:
         if tool not in names:
-            fail(f"{where}: tools: {go_quote(tool)} is not a registered tool name (rename, else <server>_<tool>)")
+            fail(T.BUDGET_TOOL_UNKNOWN.format(where=where, q_tool=go_quote(tool)))
     limit = _limit(entry.get("limit"), where, fail)
     window = _window(entry.get("window"), where, fail)
     currency = _currency(entry.get("currency"), where, fail)
@@ -100,23 +101,23 @@ def _budget(index: int, entry: Any, names: dict[str, tuple[ServerConfig, str]], 
         for tool in tools:
             server, remote = names[tool]
             if server.rules[remote].currency_field is None:
-                named = f"{where}: names currency {go_quote(currency)}"
-                fail(f"{named}, and tool {go_quote(tool)} declares no currency_field")
-    over = _string(entry.get("over_budget"), f"{where}: over_budget", fail) or "deny"
+                fail(
+                    T.BUDGET_TOOL_NO_CURRENCY.format(where=where, q_currency=go_quote(currency), q_tool=go_quote(tool))
+                )
+    over = _string(entry.get("over_budget"), T.BUDGET_FIELD.format(where=where, field="over_budget"), fail) or "deny"
     if over not in OVER_BUDGET_OUTCOMES:
-        fail(f"{where}: over_budget {go_quote(over)} is not deny or require_approval")
+        fail(T.BUDGET_OVER.format(where=where, q_value=go_quote(over)))
     return Budget(name, tuple(dict.fromkeys(tools)), limit, window, currency, over)
 
 
 def _currency(value: Any, where: str, fail: Fail) -> str | None:
     """The budget's currency as calls are compared with it: its ISO 4217 code, upper case."""
-    text = _string(value, f"{where}: currency", fail)
+    text = _string(value, T.BUDGET_FIELD.format(where=where, field="currency"), fail)
     if text is None:
         return None
     code = currency_code(text)
     if code is None:
-        shown = go_quote(text)
-        fail(f'{where}: currency {shown} is not a currency code (ISO 4217: three ASCII letters, such as "EUR")')
+        fail(T.BUDGET_CURRENCY.format(where=where, q_value=go_quote(text)))
     return code
 
 
@@ -124,22 +125,22 @@ def _string(value: Any, label: str, fail: Fail) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str) or isinstance(value, Number):
-        fail(f"{label} must be a string")
+        fail(T.MUST_BE_STRING.format(field=label))
     return value
 
 
 def _limit(value: Any, where: str, fail: Fail) -> Decimal:
     if not isinstance(value, Number):
-        shown = "nothing" if value is None else canonical.policy_text(value)
-        fail(f"{where}: limit must be a JSON number, not {shown}")
+        shown = T.LIMIT_NOTHING if value is None else canonical.policy_text(value)
+        fail(T.LIMIT_NOT_NUMBER.format(where=where, shown=shown))
     try:
         limit = Decimal(str(value))
     except InvalidOperation:
-        fail(f"{where}: limit {value} is not a number")
+        fail(T.LIMIT_UNREAD.format(where=where, value=value))
     if limit < 0:
-        fail(f"{where}: limit {value} is negative")
+        fail(T.LIMIT_NEGATIVE.format(where=where, value=value))
     if limit > MAX_LIMIT:
-        fail(f"{where}: limit {value} is past {format(MAX_LIMIT, 'f')}")
+        fail(T.LIMIT_PAST.format(where=where, value=value, most=format(MAX_LIMIT, "f")))
     return limit
 
 
@@ -147,13 +148,13 @@ def _window(value: Any, where: str, fail: Fail) -> int | None:
     if value is None:
         return None
     if not isinstance(value, str) or isinstance(value, Number):
-        fail(f'{where}: window is a duration string such as "24h"')
+        fail(T.WINDOW_NOT_STRING.format(where=where))
     try:
         ns = parse_go(value)
     except DurationError as err:
-        fail(f"{where}: window: {err}")
+        fail(T.WINDOW_BAD.format(where=where, error=err))
     if ns <= 0:
-        fail(f"{where}: window {go_quote(value)} must be longer than zero")
+        fail(T.WINDOW_NOT_POSITIVE.format(where=where, q_value=go_quote(value)))
     return ns
 
 

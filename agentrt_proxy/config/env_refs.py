@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 
+from agentrt_proxy.config import messages as T
 from agentrt_proxy.errors import ConfigurationError
 
 __all__ = ["MARKER", "EnvReferenceError", "expand", "has_reference"]
@@ -49,13 +50,11 @@ def expand(value: str, environ: Mapping[str, str] | None) -> str:
         if token == "$${":
             out.append("${" if environ is not None else token)
         elif name is None:
-            raise EnvReferenceError(
-                "a ${ that is not ${env:NAME} (a NAME of letters, digits and '_'; $${ for a literal ${)"
-            )
+            raise EnvReferenceError(T.REFERENCE_NOT_ENV)
         elif environ is None:
             out.append(token)
         elif name not in environ:
-            raise EnvReferenceError(f"${{env:{name}}}: {name} is not set in the proxy's environment")
+            raise EnvReferenceError(T.REFERENCE_UNSET.format(name=name))
         else:
             out.append(environ[name])
     out.append(value[end:])

@@ -12,6 +12,7 @@ import os
 import stat
 from pathlib import Path
 
+from agentrt_proxy.config import messages as T
 from agentrt_proxy.config.model import ConfigError
 
 
@@ -24,16 +25,14 @@ def check_owned(path: Path | str, st: os.stat_result) -> None:
     user owns: whoever can write it can change what the tools may do."""
     name = str(path)
     if not stat.S_ISREG(st.st_mode):
-        raise ConfigError(f"{name} is not a regular file")
+        raise ConfigError(T.FILE_NOT_REGULAR.format(name=name))
     if os.name != "posix":
         return
     if st.st_mode & 0o022:
-        raise ConfigError(
-            f"{name} has mode {_mode_text(st.st_mode)}, which lets its group or others write it: chmod go-w it"
-        )
+        raise ConfigError(T.FILE_WRITABLE.format(name=name, mode=_mode_text(st.st_mode)))
     if st.st_uid != os.getuid():
         mode = _mode_text(st.st_mode)
-        raise ConfigError(f"{name} (mode {mode}) is owned by uid {st.st_uid}, not by the current user")
+        raise ConfigError(T.FILE_NOT_OURS.format(name=name, mode=mode, uid=st.st_uid))
 
 
 def read_owned(path: Path | str) -> bytes:
@@ -42,7 +41,7 @@ def read_owned(path: Path | str) -> bytes:
     try:
         fd = os.open(path, flags)
     except OSError as err:
-        raise ConfigError(f"{path}: {err.strerror}") from None
+        raise ConfigError(T.FILE_UNREADABLE.format(path=path, error=err.strerror)) from None
     try:
         check_owned(path, os.fstat(fd))
         chunks = []
@@ -53,7 +52,7 @@ def read_owned(path: Path | str) -> bytes:
             chunks.append(chunk)
         return b"".join(chunks)
     except OSError as err:
-        raise ConfigError(f"{path}: {err.strerror}") from None
+        raise ConfigError(T.FILE_UNREADABLE.format(path=path, error=err.strerror)) from None
     finally:
         os.close(fd)
 
@@ -66,12 +65,12 @@ def check_database_file(path: Path | str) -> None:
     except FileNotFoundError:
         return
     except OSError as err:
-        raise ConfigError(f"database: {path}: {err.strerror}") from None
+        raise ConfigError(T.DATABASE_UNREADABLE.format(path=path, error=err.strerror)) from None
     if stat.S_ISLNK(st.st_mode):
-        raise ConfigError(f"database: {path} is a symbolic link; name the database file itself")
+        raise ConfigError(T.DATABASE_SYMLINK.format(path=path))
     if not stat.S_ISREG(st.st_mode):
-        raise ConfigError(f"database: {path} is not a regular file")
+        raise ConfigError(T.DATABASE_NOT_REGULAR.format(path=path))
     try:
         check_owned(path, st)
     except ConfigError as err:
-        raise ConfigError(f"database: {err}") from None
+        raise ConfigError(T.DATABASE_REFUSED.format(error=err)) from None

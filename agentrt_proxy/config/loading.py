@@ -22,6 +22,7 @@ from agentrt_proxy.canonical import JSONBoundaryError, Number
 from agentrt_proxy.canonical.durations import DurationError, format_go, parse_go
 from agentrt_proxy.canonical.quoting import go_quote
 from agentrt_proxy.config import budget_fields, oauth_fields
+from agentrt_proxy.config import messages as T
 from agentrt_proxy.config.env_refs import EnvReferenceError, expand, has_reference
 from agentrt_proxy.config.files import read_owned
 from agentrt_proxy.config.model import (
@@ -62,7 +63,7 @@ class _Object:
 
     def __init__(self, value: Any, where: str, errors: _Errors) -> None:
         if not isinstance(value, dict):
-            errors.fail(f"{where or 'the configuration'} must be a JSON object")
+            errors.fail(T.NOT_AN_OBJECT.format(where=where or T.THE_CONFIGURATION))
         self.value: dict[str, Any] = value
         self.where = where
         self.errors = errors
@@ -80,7 +81,7 @@ class _Object:
         if value is None:
             return None
         if not isinstance(value, str) or isinstance(value, Number):
-            self.errors.fail(f"{self.field_name(name)} must be a string")
+            self.errors.fail(T.MUST_BE_STRING.format(field=self.field_name(name)))
         return value
 
     def boolean(self, name: str) -> bool:
@@ -88,7 +89,7 @@ class _Object:
         if value is None:
             return False
         if not isinstance(value, bool):
-            self.errors.fail(f"{self.field_name(name)} must be true or false")
+            self.errors.fail(T.MUST_BE_BOOLEAN.format(field=self.field_name(name)))
         return value
 
     def strings(self, name: str) -> tuple[str, ...] | None:
@@ -98,7 +99,7 @@ class _Object:
         if not isinstance(value, list) or not all(
             isinstance(item, str) and not isinstance(item, Number) for item in value
         ):
-            self.errors.fail(f"{self.field_name(name)} must be an array of strings")
+            self.errors.fail(T.MUST_BE_STRINGS.format(field=self.field_name(name)))
         return tuple(value)
 
     def duration(self, name: str, describe: Callable[[str], str] | None = None) -> int | None:
@@ -107,20 +108,20 @@ class _Object:
             return None
         label = describe(name) if describe else self.field_name(name)
         if not isinstance(value, str) or isinstance(value, Number):
-            self.errors.fail(f"{label}: a duration is a string such as \"15s\", not {canonical.policy_text(value)}")
+            self.errors.fail(T.DURATION_NOT_STRING.format(label=label, shown=canonical.policy_text(value)))
         try:
             ns = parse_go(value)
         except DurationError as err:
-            self.errors.fail(f"{label}: {err}")
+            self.errors.fail(T.DURATION_BAD.format(label=label, error=err))
         if ns < 0:
-            self.errors.fail(f"{label}: duration {go_quote(value)} is negative")
+            self.errors.fail(T.DURATION_NEGATIVE.format(label=label, q_value=go_quote(value)))
         return ns
 
     def finish(self) -> None:
         for name in self.value:
             if name not in self.seen:
-                where = f" in {self.where}" if self.where else ""
-                self.errors.fail(f"unknown field {go_quote(name)}{where}")
+                where = T.UNKNOWN_FIELD_IN.format(where=self.where) if self.where else ""
+                self.errors.fail(T.UNKNOWN_FIELD.format(q_name=go_quote(name), where=where))
 
 
 class _Errors:
@@ -128,7 +129,7 @@ class _Errors:
         self.path = path
 
     def fail(self, message: str) -> NoReturn:
-        raise ConfigError(f"config {self.path}: {message}")
+        raise ConfigError(T.IN_FILE.format(path=self.path, message=message))
 
 
 def load_config(path: Path | str, *, environ: Mapping[str, str] | None = None, expand_env: bool = True) -> Config:
@@ -143,14 +144,14 @@ def load_config(path: Path | str, *, environ: Mapping[str, str] | None = None, e
     try:
         data = read_owned(config_path)
     except ConfigError as err:
-        raise ConfigError(f"config: {err}") from None
+        raise ConfigError(T.CONFIG.format(error=err)) from None
     errors = _Errors(config_path)
     try:
         tree = canonical.parse_strict(data)
     except JSONBoundaryError as err:
         if err.reason == "not valid JSON":
             _diagnose_invalid(data, errors)
-        errors.fail(f"not usable JSON: {err.reason}")
+        errors.fail(T.NOT_USABLE_JSON.format(reason=err.reason))
     env: Mapping[str, str] | None = None
     if expand_env:
         env = os.environ if environ is None else environ
@@ -163,7 +164,7 @@ def _diagnose_invalid(data: bytes, errors: _Errors) -> None:
         _, _end = json.JSONDecoder().raw_decode(data.decode("utf-8").lstrip())
     except ValueError:
         return
-    errors.fail("trailing data after the configuration")
+    errors.fail(T.TRAILING_DATA)
 
 
 def _build(tree: Any, path: Path, errors: _Errors, environ: Mapping[str, str] | None) -> Config:
@@ -187,22 +188,22 @@ def _build(tree: Any, path: Path, errors: _Errors, environ: Mapping[str, str] | 
     top.finish()
 
     if not database:
-        errors.fail("database is required")
+        errors.fail(T.DATABASE_REQUIRED)
     if session is None or not SESSION_PATTERN.fullmatch(session):
-        errors.fail(f"session {go_quote(session or '')} must be 1 to 64 letters, digits, '_' or '-'")
+        errors.fail(T.SESSION_NAME.format(q_session=go_quote(session or "")))
     if not isinstance(servers_value, list) or not servers_value:
         if servers_value is not None and not isinstance(servers_value, list):
-            errors.fail("servers must be an array of server entries")
-        errors.fail("at least one server is required")
+            errors.fail(T.SERVERS_NOT_ARRAY)
+        errors.fail(T.SERVERS_REQUIRED)
     policy = _policy(policy_value, errors)
     max_pending = _max_pending(max_pending_value, errors)
     max_result_bytes = _max_result_bytes(max_result_bytes_value, errors)
     if lease_ttl is not None and lease_ttl < MIN_LEASE_TTL:
-        errors.fail(f"lease_ttl {format_go(lease_ttl)} is shorter than 3s")
+        errors.fail(T.LEASE_TTL_SHORT.format(ttl=format_go(lease_ttl)))
     if task_ttl is not None and task_ttl < MIN_TASK_TTL:
-        errors.fail(f"task_ttl {format_go(task_ttl)} is shorter than 1s")
+        errors.fail(T.TASK_TTL_SHORT.format(ttl=format_go(task_ttl)))
     if status_tool is not None and not TOOL_NAME_PATTERN.fullmatch(status_tool):
-        errors.fail(f"status_tool {go_quote(status_tool)} does not match ^[a-zA-Z0-9_-]{{1,64}}$")
+        errors.fail(T.STATUS_TOOL_NAME.format(q_name=go_quote(status_tool)))
 
     max_message_bytes = _max_message_bytes(max_message_value, errors)
     servers = _servers(servers_value, base, errors, environ, max_message_bytes, _absolute(base, database))
@@ -223,14 +224,17 @@ def _build(tree: Any, path: Path, errors: _Errors, environ: Mapping[str, str] | 
         max_message_bytes=max_message_bytes,
         max_result_bytes=max_result_bytes,
         budgets=budgets,
-        task_ttl=((DEFAULT_TTL if approval_ttl is None else approval_ttl) + TASK_TTL_AFTER_APPROVAL
-                  if task_ttl is None else task_ttl),
+        task_ttl=(
+            (DEFAULT_TTL if approval_ttl is None else approval_ttl) + TASK_TTL_AFTER_APPROVAL
+            if task_ttl is None
+            else task_ttl
+        ),
     )
 
 
 def _in_server(name: str) -> Callable[[str], str]:
     """How a server entry's field is named in a message: ``server "<name>": <field>``."""
-    return lambda field: f"server {go_quote(name)}: {field}"
+    return lambda field: T.IN_SERVER.format(q_name=go_quote(name), field=field)
 
 
 def _absolute(base: Path, name: str) -> Path:
@@ -242,13 +246,13 @@ def _policy(value: Any, errors: _Errors) -> dict[str, str]:
     if value is None:
         return policy
     if not isinstance(value, dict):
-        errors.fail("policy must be an object of side-effect class to outcome")
+        errors.fail(T.POLICY_NOT_OBJECT)
     for side_effect, outcome in value.items():
         if side_effect not in SIDE_EFFECTS:
-            errors.fail(f"policy: unknown side effect {go_quote(side_effect)}")
+            errors.fail(T.POLICY_UNKNOWN_CLASS.format(q_class=go_quote(side_effect)))
         if not isinstance(outcome, str) or isinstance(outcome, Number) or outcome not in OUTCOMES:
             shown = outcome if isinstance(outcome, str) else canonical.policy_text(outcome)
-            errors.fail(f"policy: {side_effect}: outcome {go_quote(shown)} is not allow, require_approval, or deny")
+            errors.fail(T.POLICY_BAD_OUTCOME.format(side_effect=side_effect, q_outcome=go_quote(shown)))
         policy[side_effect] = outcome
     return policy
 
@@ -257,21 +261,33 @@ def _max_pending(value: Any, errors: _Errors) -> int:
     if value is None:
         return DEFAULT_MAX_PENDING
     if not isinstance(value, Number) or not value.is_integer_literal():
-        errors.fail("max_pending must be a whole number")
+        errors.fail(T.MAX_PENDING_WHOLE)
     number = int(value)
     if number < 0:
-        errors.fail("max_pending must not be negative")
+        errors.fail(T.MAX_PENDING_NEGATIVE)
     return number or DEFAULT_MAX_PENDING
 
 
 def _max_message_bytes(value: Any, errors: _Errors) -> int:
-    return _byte_size("max_message_bytes", value, errors, DEFAULT_MAX_MESSAGE_BYTES,
-                      (MIN_MAX_MESSAGE_BYTES, "64 KiB"), (MAX_MAX_MESSAGE_BYTES, "1 GiB"))
+    return _byte_size(
+        "max_message_bytes",
+        value,
+        errors,
+        DEFAULT_MAX_MESSAGE_BYTES,
+        (MIN_MAX_MESSAGE_BYTES, "64 KiB"),
+        (MAX_MAX_MESSAGE_BYTES, "1 GiB"),
+    )
 
 
 def _max_result_bytes(value: Any, errors: _Errors) -> int:
-    return _byte_size("max_result_bytes", value, errors, DEFAULT_MAX_RESULT_BYTES,
-                      (MIN_MAX_RESULT_BYTES, ""), (MAX_MAX_RESULT_BYTES, "128 MiB"))
+    return _byte_size(
+        "max_result_bytes",
+        value,
+        errors,
+        DEFAULT_MAX_RESULT_BYTES,
+        (MIN_MAX_RESULT_BYTES, ""),
+        (MAX_MAX_RESULT_BYTES, "128 MiB"),
+    )
 
 
 def _byte_size(
@@ -281,12 +297,12 @@ def _byte_size(
     if value is None:
         return default
     if not isinstance(value, Number) or not value.is_integer_literal():
-        errors.fail(f"{name} must be a whole number of bytes")
+        errors.fail(T.BYTES_WHOLE.format(name=name))
     number = int(value)
     if not low[0] <= number <= high[0]:
-        lo = f"{low[0]} ({low[1]})" if low[1] else str(low[0])
-        hi = f"{high[0]} ({high[1]})" if high[1] else str(high[0])
-        errors.fail(f"{name} {number} is not between {lo} and {hi}")
+        lo = T.BYTES_BOUND.format(number=low[0], reads=low[1]) if low[1] else str(low[0])
+        hi = T.BYTES_BOUND.format(number=high[0], reads=high[1]) if high[1] else str(high[0])
+        errors.fail(T.BYTES_RANGE.format(name=name, number=number, low=lo, high=hi))
     return number
 
 
@@ -301,14 +317,14 @@ def _servers(
     servers: list[ServerConfig] = []
     names: set[str] = set()
     for index, value in enumerate(values):
-        entry = _Object(value, f"servers[{index}]", errors)
+        entry = _Object(value, T.SERVER_AT.format(index=index), errors)
         name = entry.string("name")
         command = entry.strings("command")
         endpoint = entry.string("endpoint")
         env_value = entry.get("env")
         inherit_env = entry.strings("inherit_env") or ()
         headers_value = entry.get("headers")
-        label = name or f"servers[{index}]"
+        label = name or T.SERVER_AT.format(index=index)
         connect_timeout = entry.duration("connect_timeout", _in_server(label))
         default_timeout = entry.duration("default_timeout", _in_server(label))
         manifest = entry.string("manifest")
@@ -323,27 +339,27 @@ def _servers(
         entry.finish()
 
         if not name:
-            errors.fail(f"servers[{index}]: name is required")
+            errors.fail(T.SERVER_NAME_REQUIRED.format(index=index))
         if name in names:
-            errors.fail(f"servers[{index}]: the name {go_quote(name)} is used twice")
+            errors.fail(T.SERVER_NAME_TWICE.format(index=index, q_name=go_quote(name)))
         names.add(name)
         if (command is None) == (endpoint is None) or (command is not None and not command):
-            errors.fail(f"server {go_quote(name)}: exactly one of command or endpoint is required")
+            errors.fail(T.SERVER_ONE_OF.format(q_name=go_quote(name)))
         if command is not None and not command[0]:
-            errors.fail(f"server {go_quote(name)}: command[0], the program, is empty")
+            errors.fail(T.SERVER_EMPTY_PROGRAM.format(q_name=go_quote(name)))
         _no_reference(name, command, endpoint, errors)
         env = _env(name, entry.field_name("env"), env_value, environ, errors)
         if not manifest:
-            errors.fail(f"server {go_quote(name)}: manifest is required")
+            errors.fail(T.SERVER_MANIFEST_REQUIRED.format(q_name=go_quote(name)))
         _check_env(name, env, inherit_env, errors)
         headers = _headers(name, headers_value, environ, errors)
         prompt_names = _prompt_names(name, prompt_names_value, prompts, errors)
         if endpoint is not None:
             _check_endpoint(name, endpoint, errors)
             if env or inherit_env:
-                errors.fail(f"server {go_quote(name)}: env and inherit_env apply only to a stdio server (command)")
+                errors.fail(T.SERVER_ENV_STDIO_ONLY.format(q_name=go_quote(name)))
         elif headers:
-            errors.fail(f"server {go_quote(name)}: headers apply only to a streamable HTTP server (endpoint)")
+            errors.fail(T.SERVER_HEADERS_HTTP_ONLY.format(q_name=go_quote(name)))
         auth = oauth_fields.auth(
             name,
             auth_value,
@@ -384,14 +400,14 @@ def _forward(name: str, value: Any, errors: _Errors) -> tuple[str, ...]:
         return ()
     q = go_quote(name)
     if not isinstance(value, list):
-        errors.fail(f"server {q}: forward must be an array of {' or '.join(map(go_quote, FORWARDABLE))}")
+        errors.fail(T.FORWARD_NOT_ARRAY.format(q_name=q, choices=" or ".join(map(go_quote, FORWARDABLE))))
     for item in value:
         text = isinstance(item, str) and not isinstance(item, Number)
         if not text or item not in FORWARDABLE:
             shown = go_quote(item) if text else canonical.policy_text(item)
-            errors.fail(f"server {q}: forward: {shown} is not one of {', '.join(map(go_quote, FORWARDABLE))}")
+            errors.fail(T.FORWARD_NOT_ONE.format(q_name=q, shown=shown, choices=", ".join(map(go_quote, FORWARDABLE))))
         if value.count(item) > 1:
-            errors.fail(f"server {q}: forward names {go_quote(item)} twice")
+            errors.fail(T.FORWARD_TWICE.format(q_name=q, q_item=go_quote(item)))
     return tuple(value)
 
 
@@ -400,19 +416,17 @@ def _prompt_names(name: str, value: Any, prompts: bool, errors: _Errors) -> dict
     if value is None:
         return {}
     if not prompts:
-        errors.fail(f"server {go_quote(name)}: prompt_names applies only with \"prompts\": true")
+        errors.fail(T.PROMPT_NAMES_NEED_PROMPTS.format(q_name=go_quote(name)))
     if not isinstance(value, dict):
-        errors.fail(f"server {go_quote(name)}: prompt_names must be an object of prompt name to the host's name")
+        errors.fail(T.PROMPT_NAMES_NOT_OBJECT.format(q_name=go_quote(name)))
     names: dict[str, str] = {}
     for prompt, host_name in value.items():
         text = host_name if isinstance(host_name, str) and not isinstance(host_name, Number) else ""
         if not TOOL_NAME_PATTERN.fullmatch(text):
-            errors.fail(
-                f"server {go_quote(name)}: prompt_names: the name for {go_quote(prompt)} must match "
-                "^[a-zA-Z0-9_-]{1,64}$"
-            )
+            errors.fail(T.PROMPT_NAME_PATTERN.format(q_name=go_quote(name), q_prompt=go_quote(prompt)))
         names[prompt] = host_name
     return names
+
 
 def _no_reference(name: str, command: tuple[str, ...] | None, endpoint: str | None, errors: _Errors) -> None:
     """``${env:...}`` is read only in env and headers values: what runs, with which arguments,
@@ -420,10 +434,7 @@ def _no_reference(name: str, command: tuple[str, ...] | None, endpoint: str | No
     fields = [(f"command[{i}]", arg) for i, arg in enumerate(command or ())] + [("endpoint", endpoint or "")]
     for field_name, text in fields:
         if has_reference(text):
-            errors.fail(
-                f"server {go_quote(name)}: {field_name}: ${{env:...}} is read only in env and headers values; "
-                "give the server the value through env or inherit_env"
-            )
+            errors.fail(T.NO_REFERENCE_HERE.format(q_name=go_quote(name), field=field_name))
 
 
 def _env(name: str, where: str, value: Any, environ: Mapping[str, str] | None, errors: _Errors) -> tuple[str, ...]:
@@ -435,18 +446,18 @@ def _env(name: str, where: str, value: Any, environ: Mapping[str, str] | None, e
         entries: list[str] = []
         for variable, text in value.items():
             if not variable or "=" in variable or "\0" in variable:
-                errors.fail(f"server {q}: env: {go_quote(variable)} is not a variable name")
+                errors.fail(T.ENV_BAD_NAME.format(q_name=q, q_variable=go_quote(variable)))
             if not isinstance(text, str) or isinstance(text, Number):
-                errors.fail(f"server {q}: env {variable}: the value must be a string")
-            entries.append(f"{variable}={_expand(q, f'env {variable}', text, environ, errors)}")
+                errors.fail(T.ENV_VALUE_NOT_STRING.format(q_name=q, variable=variable))
+            entries.append(f"{variable}={_expand(q, T.ENV_FIELD.format(variable=variable), text, environ, errors)}")
         return tuple(entries)
     if not isinstance(value, list) or not all(isinstance(item, str) and not isinstance(item, Number) for item in value):
-        errors.fail(f"{where} must be an object of variable name to value, or an array of NAME=value strings")
+        errors.fail(T.ENV_NOT_ENTRIES.format(where=where))
     entries = []
     for item in value:
         variable, sep, text = item.partition("=")
         if sep and variable:  # a malformed entry is refused by _check_env, which names it
-            item = f"{variable}={_expand(q, f'env {variable}', text, environ, errors)}"
+            item = f"{variable}={_expand(q, T.ENV_FIELD.format(variable=variable), text, environ, errors)}"
         entries.append(item)
     return tuple(entries)
 
@@ -455,37 +466,34 @@ def _expand(q: str, field_name: str, text: str, environ: Mapping[str, str] | Non
     try:
         return expand(text, environ)
     except EnvReferenceError as err:
-        errors.fail(f"server {q}: {field_name}: {err}")
+        errors.fail(T.REFERENCE_FAILED.format(q_name=q, field=field_name, error=err))
 
 
 def _check_env(name: str, env: Iterable[str], inherit_env: Iterable[str], errors: _Errors) -> None:
     for entry in inherit_env:
         if not entry or "=" in entry:
-            errors.fail(f"server {go_quote(name)}: inherit_env entry {go_quote(entry)} is not a variable name")
+            errors.fail(T.INHERIT_ENV_BAD.format(q_name=go_quote(name), q_entry=go_quote(entry)))
     for entry in env:
         variable, sep, _ = entry.partition("=")
         if not sep or not variable:
-            errors.fail(f"server {go_quote(name)}: env entry {go_quote(entry)} is not NAME=value")
+            errors.fail(T.ENV_ENTRY_BAD.format(q_name=go_quote(name), q_entry=go_quote(entry)))
 
 
 def _headers(name: str, value: Any, environ: Mapping[str, str] | None, errors: _Errors) -> dict[str, str]:
     if value is None:
         return {}
     if not isinstance(value, dict):
-        errors.fail(f"server {go_quote(name)}: headers must be an object of header name to value")
+        errors.fail(T.HEADERS_NOT_OBJECT.format(q_name=go_quote(name)))
     headers: dict[str, str] = {}
     for header, text in value.items():
         if not _HEADER_NAME.fullmatch(header):
-            errors.fail(f"server {go_quote(name)}: headers: {go_quote(header)} is not an HTTP header name")
+            errors.fail(T.HEADER_BAD_NAME.format(q_name=go_quote(name), q_header=go_quote(header)))
         if not isinstance(text, str) or isinstance(text, Number) or any(c in text for c in "\r\n\0"):
             # The value itself is never echoed: it is usually a credential.
-            errors.fail(f"server {go_quote(name)}: headers: the value of {header} must be a one-line string")
-        text = _expand(go_quote(name), f"headers: {header}", text, environ, errors)
+            errors.fail(T.HEADER_NOT_ONE_LINE.format(q_name=go_quote(name), header=header))
+        text = _expand(go_quote(name), T.HEADER_FIELD.format(header=header), text, environ, errors)
         if any(c in text for c in "\r\n\0"):  # what a variable held; still never echoed
-            errors.fail(
-                f"server {go_quote(name)}: headers: the value of {header}, as read from the environment, "
-                "must be a one-line string"
-            )
+            errors.fail(T.HEADER_READ_NOT_ONE_LINE.format(q_name=go_quote(name), header=header))
         headers[header] = text
     return headers
 
@@ -493,14 +501,14 @@ def _headers(name: str, value: Any, environ: Mapping[str, str] | None, errors: _
 def _check_endpoint(name: str, endpoint: str, errors: _Errors) -> None:
     parsed = urllib.parse.urlsplit(endpoint)
     if parsed.scheme not in ("http", "https") or not parsed.hostname:
-        errors.fail(f"server {go_quote(name)}: endpoint {go_quote(endpoint)} is not an http:// or https:// URL")
+        errors.fail(T.ENDPOINT_NOT_URL.format(q_name=go_quote(name), q_endpoint=go_quote(endpoint)))
 
 
 def _rules(server: str, value: Any, errors: _Errors) -> dict[str, Rule]:
     if value is None:
         return {}
     if not isinstance(value, dict):
-        errors.fail(f"server {go_quote(server)}: rules must be an object of tool name to rule")
+        errors.fail(T.RULES_NOT_OBJECT.format(q_name=go_quote(server)))
     rules: dict[str, Rule] = {}
     for tool in sorted(value):
         rules[tool] = _rule(server, tool, value[tool], errors)
@@ -508,12 +516,12 @@ def _rules(server: str, value: Any, errors: _Errors) -> dict[str, Rule]:
 
 
 def _rule(server: str, tool: str, value: Any, errors: _Errors) -> Rule:
-    where = f"server {go_quote(server)}: tool {go_quote(tool)}"
-    entry = _Object(value, f"servers[{server}].rules.{tool}", errors)
+    where = T.RULE_WHERE.format(q_server=go_quote(server), q_tool=go_quote(tool))
+    entry = _Object(value, T.RULE_AT.format(server=server, tool=tool), errors)
     side_effect = entry.string("side_effect") or ""
     outcome = entry.string("outcome")
-    timeout = entry.duration("timeout", lambda f: f"{where}: {f}")
-    repeat_window = entry.duration("repeat_window", lambda f: f"{where}: {f}")
+    timeout = entry.duration("timeout", lambda f: T.IN_RULE.format(where=where, field=f))
+    repeat_window = entry.duration("repeat_window", lambda f: T.IN_RULE.format(where=where, field=f))
     description = entry.string("description")
     deny = entry.strings("deny") or ()
     fixed_value = entry.get("fixed")
@@ -526,17 +534,17 @@ def _rule(server: str, tool: str, value: Any, errors: _Errors) -> Rule:
     clean_context = entry.string("clean_context")
     entry.finish()
     if outcome is not None and outcome not in OUTCOMES:
-        errors.fail(f"{where}: outcome {go_quote(outcome)} is not allow, require_approval, or deny")
+        errors.fail(T.RULE_BAD_OUTCOME.format(where=where, q_outcome=go_quote(outcome)))
     budget_fields.check_field(where, "amount_field", amount_field, errors.fail)
     budget_fields.check_field(where, "currency_field", currency_field, errors.fail)
     if currency_field is not None and amount_field is None:
-        errors.fail(f"{where}: currency_field needs an amount_field")
+        errors.fail(T.RULE_CURRENCY_NEEDS_AMOUNT.format(where=where))
     if clean_context is not None and clean_context not in CLEAN_CONTEXT_OUTCOMES:
-        errors.fail(f"{where}: clean_context {go_quote(clean_context)} is not require_approval or deny")
+        errors.fail(T.RULE_CLEAN_CONTEXT.format(where=where, q_value=go_quote(clean_context)))
     if clean_context is not None and not requires_clean_context:
-        errors.fail(f"{where}: clean_context applies only with \"requires_clean_context\": true")
+        errors.fail(T.RULE_CLEAN_CONTEXT_ALONE.format(where=where))
     if fixed_value is not None and not isinstance(fixed_value, dict):
-        errors.fail(f"{where}: fixed must be an object of parameter name to value")
+        errors.fail(T.RULE_FIXED_NOT_OBJECT.format(where=where))
     return Rule(
         side_effect=side_effect,
         timeout=timeout,
@@ -563,5 +571,5 @@ def read_rules(path: Path | str) -> dict[str, Rule]:
     try:
         tree = canonical.parse_strict(data)
     except JSONBoundaryError as err:
-        errors.fail(f"not usable JSON: {err.reason}")
+        errors.fail(T.NOT_USABLE_JSON.format(reason=err.reason))
     return _rules(file_path.stem, tree, errors)

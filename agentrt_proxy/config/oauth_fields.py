@@ -17,6 +17,7 @@ from typing import Any, NoReturn
 
 from agentrt_proxy.canonical import Number
 from agentrt_proxy.canonical.quoting import go_quote
+from agentrt_proxy.config import messages as T
 from agentrt_proxy.config.env_refs import EnvReferenceError, expand
 from agentrt_proxy.config.model import (
     AUTHORIZATION_CODE,
@@ -60,31 +61,31 @@ def auth(
     """The server's ``auth`` entry, checked; None when it has none."""
     if value is None:
         return None
-    where = f"server {go_quote(server)}: auth"
+    where = T.AUTH_WHERE.format(q_server=go_quote(server))
     if not http:
-        fail(f"{where} applies only to a streamable HTTP server (endpoint); a stdio server reads its environment")
+        fail(T.AUTH_HTTP_ONLY.format(where=where))
     if not isinstance(value, dict):
-        fail(f'{where} must be an object such as {{"type": "oauth"}}')
+        fail(T.AUTH_NOT_OBJECT.format(where=where))
     for name in value:
         if name not in _FIELDS:
-            fail(f"unknown field {go_quote(name)} in {where}")
+            fail(T.UNKNOWN_FIELD.format(q_name=go_quote(name), where=T.UNKNOWN_FIELD_IN.format(where=where)))
     kind = value.get("type")
     if kind != "oauth":
         shown = kind if isinstance(kind, str) else ""
-        fail(f'{where}: type {go_quote(shown)} is not "oauth" (the one kind of auth there is)')
+        fail(T.AUTH_TYPE.format(where=where, q_kind=go_quote(shown)))
     client_id = _string(value, "client_id", where, fail)
     secret = _secret(value, "client_secret", where, environ, fail)
     private_key = _secret(value, "private_key", where, environ, fail)
     grant = _string(value, "grant", where, fail) or AUTHORIZATION_CODE
     if grant not in OAUTH_GRANTS:
-        fail(f"{where}: grant {go_quote(grant)} is not authorization_code or client_credentials")
+        fail(T.AUTH_GRANT.format(where=where, q_grant=go_quote(grant)))
     if grant == CLIENT_CREDENTIALS and (client_id is None or not ({"client_secret", "private_key"} & set(value))):
-        fail(f"{where}: the client_credentials grant needs client_id and client_secret (or private_key)")
+        fail(T.AUTH_CREDENTIALS_NEED.format(where=where))
     for name in ("client_secret", "private_key"):
         if name in value and client_id is None:
-            fail(f"{where}: {name} needs the client_id it belongs to")
+            fail(T.AUTH_NEEDS_CLIENT_ID.format(where=where, name=name))
     if "client_secret" in value and "private_key" in value:
-        fail(f"{where}: client_secret and private_key are two ways to authenticate the client: give one")
+        fail(T.AUTH_TWO_WAYS.format(where=where))
     metadata_url = _string(value, "client_metadata_url", where, fail)
     if metadata_url is not None:
         _check_metadata_url(metadata_url, where, fail)
@@ -106,7 +107,7 @@ def _string(value: dict[str, Any], name: str, where: str, fail: Fail) -> str | N
     if text is None:
         return None
     if not isinstance(text, str) or isinstance(text, Number) or not text:
-        fail(f"{where}: {name} must be a non-empty string")
+        fail(T.AUTH_NOT_STRING.format(where=where, name=name))
     return text
 
 
@@ -116,21 +117,21 @@ def _secret(value: dict[str, Any], name: str, where: str, environ: Mapping[str, 
         return None
     # The value itself is never echoed: it may be the secret, written where it must not be.
     if not isinstance(text, str) or isinstance(text, Number) or not _WHOLE_REFERENCE.fullmatch(text):
-        fail(f'{where}: {name} must be "${{env:NAME}}" (read from the environment), never the secret itself')
+        fail(T.AUTH_SECRET_FROM_ENV.format(where=where, name=name))
     try:
         return expand(text, environ)
     except EnvReferenceError as err:
-        fail(f"{where}: {name}: {err}")
+        fail(T.AUTH_SECRET_UNREAD.format(where=where, name=name, error=err))
 
 
 def _scopes(value: Any, where: str, fail: Fail) -> tuple[str, ...]:
     if value is None:
         return ()
     if not isinstance(value, list) or not all(isinstance(s, str) and not isinstance(s, Number) for s in value):
-        fail(f"{where}: scopes must be an array of strings")
+        fail(T.AUTH_SCOPES.format(where=where))
     for scope in value:
         if not _SCOPE.fullmatch(scope):
-            fail(f"{where}: scopes: {go_quote(scope)} is not one OAuth scope (no spaces, quotes or backslashes)")
+            fail(T.AUTH_SCOPE_BAD.format(where=where, q_scope=go_quote(scope)))
     return tuple(value)
 
 
@@ -138,7 +139,7 @@ def _port(value: Any, where: str, fail: Fail) -> int | None:
     if value is None:
         return None
     if not isinstance(value, Number) or not value.is_integer_literal() or not 1 <= int(value) <= 65535:
-        fail(f"{where}: redirect_port must be a whole number from 1 to 65535")
+        fail(T.AUTH_PORT.format(where=where))
     return int(value)
 
 
@@ -146,6 +147,6 @@ def _check_metadata_url(url: str, where: str, fail: Fail) -> None:
     parts = urllib.parse.urlsplit(url)
     loopback = parts.hostname in ("127.0.0.1", "localhost", "::1")
     if parts.scheme != "https" and not (parts.scheme == "http" and loopback):
-        fail(f"{where}: client_metadata_url {go_quote(url)} must be an https:// URL")
+        fail(T.AUTH_METADATA_HTTPS.format(where=where, q_url=go_quote(url)))
     if not parts.hostname or parts.path in ("", "/"):
-        fail(f"{where}: client_metadata_url {go_quote(url)} must name a document (a URL with a path)")
+        fail(T.AUTH_METADATA_DOCUMENT.format(where=where, q_url=go_quote(url)))

@@ -13,6 +13,7 @@ import urllib.parse
 from dataclasses import dataclass, field
 
 from agentrt_proxy.canonical.quoting import go_quote
+from agentrt_proxy.config import messages as T
 from agentrt_proxy.config.model import Config, ConfigError
 
 
@@ -103,7 +104,7 @@ def check_reach(config: Config) -> None:
                 )
                 if reached is not None:
                     raise ConfigError(
-                        f"server {go_quote(server.name)}: its argument {go_quote(argument)} reaches {reached}, "
-                        "which the proxy's policy and approvals depend on: point the server elsewhere, or set "
-                        "skip_path_check on it if it cannot write there"
+                        T.SERVER_REACHES.format(
+                            q_name=go_quote(server.name), q_argument=go_quote(argument), reached=reached
+                        )
                     )

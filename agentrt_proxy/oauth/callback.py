@@ -18,6 +18,7 @@ from typing import Any
 
 from agentrt_proxy.canonical.quoting import go_escape, go_quote
 from agentrt_proxy.oauth.wire import OAuthError
+from agentrt_proxy.text import oauth_text
 
 __all__ = ["Callback"]
 
@@ -75,19 +76,20 @@ def _judge(query: dict[str, str], issuer: str, iss_required: bool) -> _CallbackO
     iss = query.get("iss")
     if iss is not None and iss != issuer:
         return _CallbackOutcome(
-            failure=f"the callback's iss {go_quote(iss)} is not the issuer {go_quote(issuer)} (RFC 9207)"
+            failure=oauth_text.CALLBACK_WRONG_ISSUER.format(q_iss=go_quote(iss), q_issuer=go_quote(issuer))
         )
     if iss is None and iss_required:
-        return _CallbackOutcome(
-            failure=f"the callback carries no iss, which the issuer {go_quote(issuer)} advertises (RFC 9207)"
-        )
+        return _CallbackOutcome(failure=oauth_text.CALLBACK_NO_ISSUER.format(q_issuer=go_quote(issuer)))
     if "error" in query:
         description = query.get("error_description", "")
-        detail = f" ({go_escape(description[:200])})" if description else ""
-        return _CallbackOutcome(failure=f"the authorization server answered {go_escape(query['error'][:100])}{detail}")
+        detail = (
+            oauth_text.CALLBACK_ERROR_DETAIL.format(description=go_escape(description[:200])) if description else ""
+        )
+        failure = oauth_text.CALLBACK_ERROR.format(error=go_escape(query["error"][:100]), detail=detail)
+        return _CallbackOutcome(failure=failure)
     code = query.get("code")
     if not code:
-        return _CallbackOutcome(failure="the callback carries no code")
+        return _CallbackOutcome(failure=oauth_text.CALLBACK_NO_CODE)
     return _CallbackOutcome(code=code)
 
 
@@ -96,7 +98,7 @@ class Callback:
         try:
             self._server = _Server(("127.0.0.1", port or 0), _Handler)
         except OSError as err:
-            raise OAuthError(f"cannot listen on 127.0.0.1:{port or 0} for the callback: {err.strerror}") from None
+            raise OAuthError(oauth_text.CALLBACK_CANNOT_LISTEN.format(port=port or 0, error=err.strerror)) from None
         self.port = int(self._server.server_address[1])
 
     @property
@@ -111,7 +113,7 @@ class Callback:
         while server.outcome is None:
             left = deadline - time.monotonic()
             if left <= 0:
-                raise OAuthError(f"no authorization came back within {int(seconds)}s")
+                raise OAuthError(oauth_text.CALLBACK_TIMED_OUT.format(seconds=int(seconds)))
             server.timeout = min(left, 1.0)
             server.handle_request()
         outcome = server.outcome

@@ -20,6 +20,7 @@ from agentrt_proxy.canonical.quoting import go_quote
 from agentrt_proxy.mcp.http_auth import challenge_params
 from agentrt_proxy.oauth import wire
 from agentrt_proxy.oauth.wire import OAuthError
+from agentrt_proxy.text import oauth_text
 
 __all__ = ["AuthServer", "Discovery", "canonical_resource", "discover"]
 
@@ -139,16 +140,15 @@ def auth_server(issuer: str, *, fallback: bool) -> AuthServer:
         if not isinstance(document.get("authorization_endpoint"), str) or not isinstance(
             document.get("token_endpoint"), str
         ):
-            raise OAuthError(
-                f"the authorization server metadata at {go_quote(url)} names no authorization or token endpoint"
-            )
+            raise OAuthError(oauth_text.SERVER_METADATA_NO_ENDPOINTS.format(q_url=go_quote(url)))
         named = document.get("issuer")
         # RFC 8414 §3.3: the issuer the resource named must be the one that answers. A 2025-03-26
         # server named none (its origin's metadata is read), so its metadata's issuer is taken as said.
         if isinstance(named, str) and named.rstrip("/") != issuer.rstrip("/") and not fallback:
             raise OAuthError(
-                f"the authorization server metadata at {go_quote(url)} is for issuer {go_quote(named)}, "
-                f"not {go_quote(issuer)} (RFC 8414 §3.3)"
+                oauth_text.SERVER_METADATA_OTHER_ISSUER.format(
+                    q_url=go_quote(url), q_named=go_quote(named), q_issuer=go_quote(issuer)
+                )
             )
         registration = document.get("registration_endpoint")
         return AuthServer(
@@ -165,7 +165,7 @@ def auth_server(issuer: str, *, fallback: bool) -> AuthServer:
         )
     if not fallback:
         raise OAuthError(
-            f"no authorization server metadata found for {go_quote(issuer)} (tried {', '.join(metadata_urls(issuer))})"
+            oauth_text.SERVER_METADATA_NONE.format(q_issuer=go_quote(issuer), tried=", ".join(metadata_urls(issuer)))
         )
     base = _origin(issuer)
     return AuthServer(
@@ -192,21 +192,19 @@ def discover(endpoint: str, headers: Mapping[str, str], challenge: str | None = 
             continue
         servers = _strings(document, "authorization_servers")
         if not servers:
-            raise OAuthError(f"the protected resource metadata at {go_quote(url)} names no authorization server")
+            raise OAuthError(oauth_text.RESOURCE_METADATA_NO_SERVER.format(q_url=go_quote(url)))
         resource = document.get("resource")
         if not isinstance(resource, str) or not _matches(resource, endpoint):
             shown = resource if isinstance(resource, str) else ""
             raise OAuthError(
-                f"the protected resource metadata at {go_quote(url)} is for resource {go_quote(shown)}, "
-                f"not {go_quote(endpoint)}"
+                oauth_text.RESOURCE_METADATA_OTHER.format(
+                    q_url=go_quote(url), q_resource=go_quote(shown), q_endpoint=go_quote(endpoint)
+                )
             )
         return Discovery(
             resource, auth_server(servers[0], fallback=False), scope, _strings(document, "scopes_supported")
         )
     if not asked:
-        raise OAuthError(
-            f"{go_quote(endpoint)} answered without asking for authorization and publishes no protected resource "
-            "metadata: it needs no login"
-        )
+        raise OAuthError(oauth_text.NEEDS_NO_LOGIN.format(q_endpoint=go_quote(endpoint)))
     # No resource metadata: a 2025-03-26 server, its own origin the authorization server.
     return Discovery(canonical_resource(endpoint), auth_server(_origin(endpoint), fallback=True), scope)

@@ -17,6 +17,7 @@ from agentrt_proxy.oauth import wire
 from agentrt_proxy.oauth.discovery import AuthServer
 from agentrt_proxy.oauth.tokens import Token
 from agentrt_proxy.oauth.wire import OAuthError
+from agentrt_proxy.text import oauth_text
 
 __all__ = ["Client", "RefreshRefused", "auth_method", "client_credentials", "exchange_code", "refresh"]
 
@@ -67,7 +68,7 @@ def _request(endpoint: str, fields: dict[str, str], client: Client, audience: st
     document = answer.json()
     if answer.status != 200:
         error = document.get("error") if isinstance(document, dict) else None
-        message = f"the token endpoint {go_quote(endpoint)} answered {wire.error_of(answer)}"
+        message = oauth_text.TOKEN_ENDPOINT_ANSWERED.format(q_endpoint=go_quote(endpoint), error=wire.error_of(answer))
         if (
             fields.get("grant_type") == "refresh_token"
             and answer.status in (400, 401)
@@ -82,10 +83,12 @@ def _request(endpoint: str, fields: dict[str, str], client: Client, audience: st
             raise RefreshRefused(message)
         raise OAuthError(message)
     if not isinstance(document, dict) or not isinstance(document.get("access_token"), str):
-        raise OAuthError(f"the token endpoint {go_quote(endpoint)} answered no access_token")
+        raise OAuthError(oauth_text.TOKEN_ENDPOINT_NO_TOKEN.format(q_endpoint=go_quote(endpoint)))
     kind = document.get("token_type")
     if isinstance(kind, str) and kind.lower() != "bearer":
-        raise OAuthError(f"the token endpoint {go_quote(endpoint)} issued a {go_quote(kind)} token, not a Bearer one")
+        raise OAuthError(
+            oauth_text.TOKEN_ENDPOINT_NOT_BEARER.format(q_endpoint=go_quote(endpoint), q_kind=go_quote(kind))
+        )
     return document
 
 
@@ -165,7 +168,7 @@ def refresh(token: Token, secret: str | None, private_key: str | None = None) ->
     if token.grant == "client_credentials":
         fields["grant_type"] = "client_credentials"
     elif token.refresh_token is None:
-        raise RefreshRefused("the token cannot be refreshed: the authorization server issued no refresh token")
+        raise RefreshRefused(oauth_text.NO_REFRESH_TOKEN)
     else:
         fields.update(grant_type="refresh_token", refresh_token=token.refresh_token)
     if token.scope and token.grant == "client_credentials":

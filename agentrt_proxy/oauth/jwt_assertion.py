@@ -18,6 +18,7 @@ import secrets
 import time
 
 from agentrt_proxy.oauth.wire import OAuthError
+from agentrt_proxy.text import oauth_text
 
 __all__ = ["ASSERTION_TYPE", "assertion", "private_scalar", "sign"]
 
@@ -105,7 +106,7 @@ def sign(d: int, message: bytes) -> bytes:
     r = _multiply_x(k) % N
     s = pow(k, -1, N) * (z + r * d) % N
     if r == 0 or s == 0:  # never for a real key; RFC 6979 would draw the next nonce
-        raise OAuthError("the ES256 signature came out degenerate")
+        raise OAuthError(oauth_text.SIGNATURE_DEGENERATE)
     return r.to_bytes(32, "big") + s.to_bytes(32, "big")
 
 
@@ -137,13 +138,13 @@ def _ec_private_key(der: bytes, curve_known: bool) -> int:
     tag, body, _ = _tlv(der, 0)
     parts = _children(body) if tag == 0x30 else []
     if len(parts) < 2 or parts[0] != (0x02, b"\x01") or parts[1][0] != 0x04:
-        raise ValueError("not an EC private key")
+        raise ValueError(oauth_text.KEY_NOT_EC)
     params = next((value for tag, value in parts[2:] if tag == 0xA0), None)
     if not curve_known and params != P256_OID:
-        raise ValueError("the key is not on P-256")
+        raise ValueError(oauth_text.KEY_NOT_P256)
     d = int.from_bytes(parts[1][1], "big")
     if not 1 <= d < N:
-        raise ValueError("the key's scalar is out of range")
+        raise ValueError(oauth_text.KEY_SCALAR_RANGE)
     return d
 
 
@@ -151,21 +152,21 @@ def private_scalar(pem: str) -> int:
     """The P-256 private key of a PKCS#8 (``PRIVATE KEY``) or SEC 1 (``EC PRIVATE KEY``) PEM."""
     lines = [line.strip() for line in pem.strip().splitlines()]
     if len(lines) < 3 or not lines[0].startswith("-----BEGIN ") or not lines[-1].startswith("-----END "):
-        raise OAuthError("the private key is not a PEM block")
+        raise OAuthError(oauth_text.KEY_NOT_PEM)
     kind = lines[0][len("-----BEGIN ") :].rstrip("-")
     try:
         der = base64.b64decode("".join(lines[1:-1]), validate=True)
         if kind == "EC PRIVATE KEY":
             return _ec_private_key(der, curve_known=False)
         if kind != "PRIVATE KEY":
-            raise ValueError(f"a {kind} block, not PRIVATE KEY or EC PRIVATE KEY")
+            raise ValueError(oauth_text.KEY_WRONG_BLOCK.format(kind=kind))
         tag, body, _ = _tlv(der, 0)
         parts = _children(body) if tag == 0x30 else []
         if len(parts) < 3 or parts[1][0] != 0x30 or parts[2][0] != 0x04 or P256_OID not in parts[1][1]:
-            raise ValueError("not a PKCS#8 P-256 key")
+            raise ValueError(oauth_text.KEY_NOT_PKCS8)
         return _ec_private_key(parts[2][1], curve_known=True)
     except (ValueError, IndexError) as err:
-        raise OAuthError(f"the private key cannot be used for ES256: {err}") from None
+        raise OAuthError(oauth_text.KEY_UNUSABLE.format(error=err)) from None
 
 
 def _part(document: object) -> str:

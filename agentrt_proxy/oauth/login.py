@@ -32,6 +32,7 @@ from agentrt_proxy.oauth.discovery import AuthServer, Discovery, discover
 from agentrt_proxy.oauth.grants import NONE, Client, auth_method, client_credentials, exchange_code
 from agentrt_proxy.oauth.tokens import Token, TokenFile
 from agentrt_proxy.oauth.wire import OAuthError
+from agentrt_proxy.text import oauth_text
 
 __all__ = ["choose_scope", "login", "pkce_pair"]
 
@@ -86,7 +87,9 @@ def _register(server: AuthServer, redirect_uri: str) -> Client:
         or not isinstance(document.get("client_id"), str)
     ):
         raise OAuthError(
-            f"dynamic client registration at {go_quote(server.registration_endpoint)} answered {wire.error_of(answer)}"
+            oauth_text.REGISTRATION_ANSWERED.format(
+                q_endpoint=go_quote(server.registration_endpoint), error=wire.error_of(answer)
+            )
         )
     secret = document.get("client_secret")
     secret = secret if isinstance(secret, str) and secret else None
@@ -106,10 +109,11 @@ def identify(name: str, auth: OAuthConfig, server: AuthServer, redirect_uri: str
     if server.registration_endpoint is not None:
         return _register(server, redirect_uri), True
     raise OAuthError(
-        f"server {go_quote(name)}: the authorization server {go_quote(server.issuer)} offers no dynamic client "
-        "registration"
-        + (" and takes no client ID metadata document" if auth.client_metadata_url else "")
-        + ": register a client with it and give its id as auth.client_id"
+        oauth_text.NO_REGISTRATION.format(
+            q_server=go_quote(name),
+            q_issuer=go_quote(server.issuer),
+            nor_metadata=oauth_text.NOR_METADATA_DOCUMENT if auth.client_metadata_url else "",
+        )
     )
 
 
@@ -166,10 +170,7 @@ def _authorize(
 ) -> Token:
     server = found.server
     if server.from_metadata and "S256" not in server.code_challenge_methods:
-        raise OAuthError(
-            f"server {go_quote(name)}: the authorization server {go_quote(server.issuer)} does not list S256 in "
-            "code_challenge_methods_supported, so PKCE cannot be relied on: refused"
-        )
+        raise OAuthError(oauth_text.NO_PKCE.format(q_server=go_quote(name), q_issuer=go_quote(server.issuer)))
     callback = Callback(auth.redirect_port)
     try:
         client, registered = identify(name, auth, server, callback.redirect_uri)

@@ -25,7 +25,7 @@ from agentrt_proxy.mcp.http_auth import challenge_params, is_scope_challenge
 from agentrt_proxy.oauth import grants
 from agentrt_proxy.oauth.tokens import Token, TokenFile, TokenFileError
 from agentrt_proxy.oauth.wire import OAuthError
-from agentrt_proxy.text import model_text, operator_text
+from agentrt_proxy.text import model_text, oauth_text, operator_text
 
 __all__ = ["NoAuthorization", "OAuthAuthorizer", "authorizer_for", "token_state"]
 
@@ -106,7 +106,7 @@ class OAuthAuthorizer:
             if not used:  # no token was ever fetched (or logout deleted it)
                 self._once(operator_text.oauth_no_token(self._name, self._config))
                 return model_text.server_not_logged_in(self._name)
-            why = "it answered HTTP 401 and the token could not be refreshed"
+            why = oauth_text.UNAUTHORIZED_NOT_REFRESHED
         self._once(operator_text.oauth_login_needed(self._name, self._config, why))
         return model_text.server_needs_login(self._name)
 
@@ -139,7 +139,7 @@ class OAuthAuthorizer:
         except grants.RefreshRefused:
             return None
         except (OAuthError, TokenFileError) as err:
-            self._once(operator_text.operator_line(f"server {self._name}: refreshing its OAuth token failed: {err}"))
+            self._once(operator_text.operator_line(oauth_text.REFRESH_FAILED.format(server=self._name, error=err)))
             return None
         self._token = fresh
         self._reported.clear()  # a later failure is news again
@@ -179,13 +179,13 @@ def token_state(server: ServerConfig, now: float) -> tuple[str, str] | None:
     if token is None:
         return None
     renewable = token.refresh_token is not None or token.grant == "client_credentials"
-    then = " (it is renewed on use)" if renewable else " (it cannot be renewed: log in again)"
+    then = oauth_text.RENEWED_ON_USE if renewable else oauth_text.NOT_RENEWABLE
     if token.expires_at is None:
-        state = "held, with no expiry given"
+        state = oauth_text.HELD_NO_EXPIRY
     elif token.expires_at <= now:
-        state = "expired" + then
+        state = oauth_text.EXPIRED.format(then=then)
     elif token.expires_at - now <= max(REFRESH_MARGIN * 5, margin(token)):
-        state = f"about to expire, in {int(token.expires_at - now)}s" + then
+        state = oauth_text.ABOUT_TO_EXPIRE.format(seconds=int(token.expires_at - now), then=then)
     else:
-        state = f"held, expiring in {int(token.expires_at - now) // 60} min"
+        state = oauth_text.HELD_EXPIRING.format(minutes=int(token.expires_at - now) // 60)
     return state, token.scope

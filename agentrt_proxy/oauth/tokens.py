@@ -26,6 +26,7 @@ from typing import Any
 from agentrt_proxy.config.files import check_owned
 from agentrt_proxy.config.model import ConfigError
 from agentrt_proxy.errors import ConfigurationError
+from agentrt_proxy.text import oauth_text
 
 __all__ = ["Token", "TokenFile", "TokenFileError"]
 
@@ -93,7 +94,7 @@ class TokenFile:
         except FileNotFoundError:
             return []
         except OSError as err:
-            raise TokenFileError(f"token file {self.path}: {err.strerror}") from None
+            raise TokenFileError(oauth_text.TOKEN_FILE_ERROR.format(file=self.path, error=err.strerror)) from None
         try:
             self._check(os.fstat(fd))
             with os.fdopen(os.dup(fd), "rb") as handle:
@@ -103,10 +104,10 @@ class TokenFile:
         try:
             tree = json.loads(data)
         except ValueError:
-            raise TokenFileError(f"token file {self.path} is not JSON: remove it and log in again") from None
+            raise TokenFileError(oauth_text.TOKEN_FILE_NOT_JSON.format(file=self.path)) from None
         entries = tree.get("tokens") if isinstance(tree, dict) else None
         if not isinstance(entries, list):
-            raise TokenFileError(f"token file {self.path} holds no token list: remove it and log in again")
+            raise TokenFileError(oauth_text.TOKEN_FILE_NO_LIST.format(file=self.path))
         return [token for token in map(Token.from_tree, entries) if token is not None]
 
     def _check(self, st: os.stat_result) -> None:
@@ -115,12 +116,9 @@ class TokenFile:
         try:
             check_owned(self.path, st)
         except ConfigError as err:
-            raise TokenFileError(f"token file {err}") from None
+            raise TokenFileError(oauth_text.TOKEN_FILE_REFUSED.format(error=err)) from None
         if os.name == "posix" and st.st_mode & 0o077:
-            raise TokenFileError(
-                f"token file {self.path} has mode {stat.filemode(st.st_mode)}, which lets its group or others "
-                "read it: chmod 600 it"
-            )
+            raise TokenFileError(oauth_text.TOKEN_FILE_READABLE.format(file=self.path, mode=stat.filemode(st.st_mode)))
 
     def find(self, server: str) -> Token | None:
         return next((token for token in self.read() if token.server == server), None)
@@ -134,7 +132,7 @@ class TokenFile:
         try:
             fd = os.open(self.lock_path, flags, 0o600)
         except OSError as err:
-            raise TokenFileError(f"token file lock {self.lock_path}: {err.strerror}") from None
+            raise TokenFileError(oauth_text.TOKEN_FILE_LOCK.format(file=self.lock_path, error=err.strerror)) from None
         try:
             if os.name == "posix":
                 import fcntl
@@ -178,4 +176,4 @@ class TokenFile:
         except OSError as err:
             with contextlib.suppress(OSError):
                 os.unlink(temporary)
-            raise TokenFileError(f"token file {self.path}: {err.strerror}") from None
+            raise TokenFileError(oauth_text.TOKEN_FILE_ERROR.format(file=self.path, error=err.strerror)) from None

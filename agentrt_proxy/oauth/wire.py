@@ -19,6 +19,7 @@ from typing import Any
 
 from agentrt_proxy.canonical.quoting import go_escape, go_quote
 from agentrt_proxy.errors import UpstreamError
+from agentrt_proxy.text import oauth_text
 
 __all__ = ["HttpAnswer", "OAuthError", "get", "post_form", "post_json"]
 
@@ -78,7 +79,7 @@ def _send(request: urllib.request.Request) -> HttpAnswer:
 def _read(resp: Any) -> bytes:
     body = resp.read(MAX_BODY + 1)
     if len(body) > MAX_BODY:
-        raise OAuthError(f"the answer from {go_quote(resp.geturl())} is longer than {MAX_BODY} bytes")
+        raise OAuthError(oauth_text.ANSWER_TOO_LONG.format(q_url=go_quote(resp.geturl()), most=MAX_BODY))
     return bytes(body)
 
 

@@ -210,3 +210,56 @@ LOGIN_NOT_OAUTH = 'server {server} has no "auth": {{"type": "oauth"}} in the con
 LOGIN_NO_SERVER = "the configuration has no server {server}"
 LOGOUT_DONE = "server {server}: its token is deleted from {path}"
 LOGOUT_NONE = "server {server}: no token was held in {path}"
+
+# pin, its review and its scan (cli/pin.py, cli/pin_review.py, cli/review_view.py, cli/pin_scan.py).
+NEEDS_CONFIG = "-config <file> is required and nothing follows it"
+ACCEPT_NEEDS_EXPECT = "-accept SERVER needs -expect FINGERPRINT, the fingerprint its review printed"
+EXPECT_NEEDS_ACCEPT = "-expect and -tools go with -accept SERVER"
+REVIEW_OR_ACCEPT = "-review shows the changes and -accept pins them: one at a time"
+PIN_THEN_CHECK = "classify the tools in the configuration's rules, then: {program} check -config {config}\n"
+TOOLS_PINNED = "server {server}: {n} tools pinned in {manifest}, with the server's own hints, which classify nothing:\n"
+PROMPTS_PINNED = "server {server}: {n} prompts pinned:\n"
+PIN_ASK = "pin these changes to server {q_server}? [y/N] "
+MATCHES_PIN = "server {q_server} matches its pin"
+NO_CHANGE_TO_ACCEPT = "server {q_server}: no change to accept for tool(s) {tools}"
+ACCEPT_NO_SERVER = "-accept {q_server}: the configuration has no such server"
+ACCEPT_NOT_REVIEWED = (
+    "server {q_server}: the definitions are not those the review showed "
+    "(fingerprint {fingerprint}, not {expected}); nothing was pinned: review them again"
+)
+TOOLS_NEEDS_ONE = "-tools needs at least one tool name"
+REVIEW_NEW = "new: not pinned, never offered until pinned"
+REVIEW_GONE = "gone: pinned, no longer listed"
+REVIEW_TEXT_ONLY = " (text only: read it, the structure is unchanged)"
+REVIEW_ACCEPT_HINT = (
+    "  to pin exactly these definitions: {program} pin -config {config} -accept {server} -expect {fingerprint}"
+)
+REVIEW_HEAD = "review of server {q_server} since its pin: {summary}; fingerprint {fingerprint}"
+OVERRIDE_UNMATCHED = "server {server}: scan: -override {override} matches no hard finding\n"
+HARD_FINDING_UNRECORDED = (
+    "server {q_server}: {tool} has a hard {rule} finding the pin did not record; review it and pin again"
+)
+
+# The flags every subcommand parses (cli/flags.py), in the words of Go's flag package.
+FLAG_NOT_WHOLE = "invalid value {text!r} for flag -{name}: not a whole number"
+FLAG_OUT_OF_RANGE = "invalid value {text!r} for flag -{name}: value out of range"
+FLAG_NOT_BOOLEAN = "invalid boolean value {value!r} for -{name}"
+FLAG_NEEDS_VALUE = "flag needs an argument: -{name}"
+FLAG_UNKNOWN = "flag provided but not defined: -{name}"
+
+# login's other words (cli/login.py).
+LOGIN_USAGE = "-config <file> and one SERVER name are required"
+LOGIN_NO_EXPIRY = "the server gave no expiry"
+LOGIN_EXPIRES = "it expires in {minutes} min"
+LOGIN_LISTENER = "the proxy's loopback listener"
+
+# scan (cli/scan.py).
+SCAN_UNREADABLE = "{file}: {error}"
+SCAN_NOT_JSON = "{file}: not JSON: {error}"
+SCAN_NOT_TOOLS = '{file}: expected a tools/list result ({{"tools": [...]}}) or an array of tool objects'
+SCAN_SUMMARY = "scanned {tools} tools: {hard} hard, {soft} soft finding(s)\n"
+SCAN_ONE_SOURCE = "give one of -config FILE or -tools FILE, and nothing else"
+
+# verify -file (cli/verify_file.py).
+VERIFY_FILE_NOT_HEADER = "not an export's header"
+VERIFY_FILE_NOT_RECORD = "not an export's record"

@@ -238,3 +238,10 @@ DETAIL_UNKNOWN_RECONCILIATION = "unknown reconciliation {action}"
 
 FORWARD_NO_CAPABILITY = "the host declared no {capability} capability: {method} is refused"
 FORWARD_NOT_RECORDED = "the relayed request could not be recorded, so the host's answer is withheld"
+
+# A call's arguments refused before anything is sent (upstream/loaded_tool.py).
+ARGUMENTS_NOT_OBJECT = "{name}: arguments are not a JSON object: {reason}"
+ARGUMENTS_NOT_OBJECT_GOT = "{name}: arguments are not a JSON object: got {kind}"
+PARAMETER_DENIED = "{name}: parameter {parameter} is denied by the operator"
+PARAMETER_FIXED = "{name}: parameter {parameter} is fixed by the operator"
+SCHEMA_UNUSABLE = "the schema cannot be used: {error}"  # upstream/validation.py: the arguments' check

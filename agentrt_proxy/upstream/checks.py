@@ -21,7 +21,7 @@ from typing import Any
 from agentrt_proxy import canonical
 from agentrt_proxy.canonical import JSONBoundaryError, Number, schema_form
 from agentrt_proxy.config import READ_ONLY, SIDE_EFFECTS, TOOL_NAME_PATTERN, Rule, ServerConfig
-from agentrt_proxy.text import escaping
+from agentrt_proxy.text import escaping, pin_text
 from agentrt_proxy.upstream.loaded_tool import LoadedTool, Upstream, known_answer_pattern
 from agentrt_proxy.upstream.pins import LiveTool, Manifest, PinnedTool
 from agentrt_proxy.upstream.review import pin_drift
@@ -79,9 +79,9 @@ def annotation_mismatch(side_effect: str, annotations: Mapping[str, Any] | None)
         return ""
     read_only = annotations.get("readOnlyHint") is True
     if side_effect == READ_ONLY and not read_only:
-        return "classified read_only, but the server does not claim readOnlyHint"
+        return pin_text.HINT_NOT_READ_ONLY
     if side_effect != "destructive" and not read_only and annotations.get("destructiveHint") is True:
-        return f"classified {side_effect}, but the server claims destructiveHint"
+        return pin_text.HINT_DESTRUCTIVE.format(cls=side_effect)
     return ""
 
 
@@ -123,8 +123,7 @@ def check_self_contained(schema: Any) -> None:
                 item = value[key]
                 if isinstance(item, str) and not isinstance(item, Number) and _reaching_value(key, item, draft4):
                     raise Refusal(
-                        f"the input schema's {key} at {pointer} is {escaping.go_quote(item)}, "
-                        "which could make the schema compiler read outside it"
+                        pin_text.SCHEMA_REACHES_OUT.format(key=key, pointer=pointer, item=escaping.go_quote(item))
                     )
                 children.append((item, _pointer(pointer, key)))
         elif isinstance(value, list):
@@ -150,17 +149,13 @@ def check_hiding(schema: dict[str, Any], hidden: Sequence[str]) -> None:
     properties = schema.get("properties")
     for name in hidden:
         if not isinstance(properties, dict) or name not in properties:
-            raise Refusal(
-                f"the rule hides {escaping.go_quote(name)}, which is not a top-level property of the input schema"
-            )
+            raise Refusal(pin_text.HIDES_UNKNOWN.format(name=escaping.go_quote(name)))
     if hidden and "patternProperties" in schema:
-        raise Refusal(
-            "the rule hides parameters and the input schema has patternProperties, which could still match them"
-        )
+        raise Refusal(pin_text.HIDES_PATTERN_PROPERTIES)
     for name in hidden:
         for keyword in HIDING_KEYWORDS:
             if keyword in schema and _mentions(schema[keyword], name):
-                raise Refusal(f"the rule hides {escaping.go_quote(name)} and the input schema's {keyword} mentions it")
+                raise Refusal(pin_text.HIDES_MENTIONED.format(name=escaping.go_quote(name), keyword=keyword))
 
 
 def restrict(schema: dict[str, Any], hidden: Sequence[str]) -> dict[str, Any]:
@@ -209,23 +204,22 @@ def _accept(name: str, side_effect: str, timeout: int, restricted_text: str, sch
 
     if side_effect not in SIDE_EFFECTS:
         raise Refusal(
-            f"the runtime refuses it: tool {escaping.go_quote(name)}: invalid side effect "
-            f"{escaping.go_quote(side_effect)}"
+            pin_text.RUNTIME_BAD_CLASS.format(name=escaping.go_quote(name), cls=escaping.go_quote(side_effect))
         )
     if timeout <= 0:
-        raise Refusal(f"the runtime refuses it: tool {escaping.go_quote(name)}: timeout must be positive")
+        raise Refusal(pin_text.RUNTIME_NO_TIMEOUT.format(name=escaping.go_quote(name)))
     try:
         canonical.check_json(restricted_text)
     except JSONBoundaryError as err:
-        raise Refusal(f"the runtime refuses it: tool {escaping.go_quote(name)}: input schema: {err.reason}") from None
+        raise Refusal(pin_text.RUNTIME_BAD_SCHEMA.format(name=escaping.go_quote(name), error=err.reason)) from None
     try:
         return validation.validator(schema)
     except jsonschema.exceptions.SchemaError as err:
-        raise Refusal(f"the runtime refuses it: tool {escaping.go_quote(name)}: input schema: {err.message}") from None
+        raise Refusal(pin_text.RUNTIME_BAD_SCHEMA.format(name=escaping.go_quote(name), error=err.message)) from None
     except referencing.exceptions.Unresolvable as err:
-        raise Refusal(f"the runtime refuses it: tool {escaping.go_quote(name)}: input schema: {err}") from None
+        raise Refusal(pin_text.RUNTIME_BAD_SCHEMA.format(name=escaping.go_quote(name), error=err)) from None
     except (RecursionError, ValueError, TypeError) as err:
-        raise Refusal(f"the runtime refuses it: tool {escaping.go_quote(name)}: input schema: {err}") from None
+        raise Refusal(pin_text.RUNTIME_BAD_SCHEMA.format(name=escaping.go_quote(name), error=err)) from None
 
 
 # ------------------------------------------------------------------------ one tool's checks
@@ -289,15 +283,15 @@ def build(
     The checks after the hints come from ``prepared`` when it was decided on this very form.
     """
     if live is None:
-        raise Refusal("the server no longer offers it")
+        raise Refusal(pin_text.NO_LONGER_OFFERED)
     try:
         form = schema_form.canonical_schema(live.input_schema)
     except schema_form.SchemaFormError as err:
-        raise Refusal(f"the input schema changed since the pin ({err})") from None
+        raise Refusal(pin_text.SCHEMA_CHANGED_UNREAD.format(error=err)) from None
     if canonical.sha256_hex(form) != pinned.schema_hash:
-        raise Refusal("the input schema changed since the pin")
+        raise Refusal(pin_text.SCHEMA_CHANGED)
     if schema_form.description_hash(live.description) != pinned.description_hash:
-        raise Refusal("the description changed since the pin, and a description is model input")
+        raise Refusal(pin_text.DESCRIPTION_CHANGED)
     drift = pin_drift(pinned, live)
     if drift:
         raise Refusal(drift)
@@ -317,21 +311,21 @@ def _offer(ctx: Context, pinned: PinnedTool, rule: Rule, form: bytes, *, hint: s
     server = ctx.server
     timeout = rule.timeout or server.default_timeout
     if not timeout:
-        raise Refusal("no timeout: set Rule.Timeout or Server.DefaultTimeout")
+        raise Refusal(pin_text.NO_TIMEOUT)
     name = rule.rename or f"{server.name}_{pinned.name}"
     if not TOOL_NAME_PATTERN.fullmatch(name):
-        raise Refusal(f"the name {escaping.go_quote(name)} does not match {NAME_PATTERN_TEXT}")
+        raise Refusal(pin_text.NAME_NOT_PATTERN.format(name=escaping.go_quote(name), pattern=NAME_PATTERN_TEXT))
     schema = schema_form.parse_form(form)
     if not isinstance(schema, dict):
-        raise Refusal("the input schema is not a JSON object")
+        raise Refusal(pin_text.SCHEMA_NOT_OBJECT)
     if schema.get("type") != "object" or isinstance(schema.get("type"), Number):
-        raise Refusal('the input schema is not an object schema ("type":"object")')
+        raise Refusal(pin_text.SCHEMA_NOT_OBJECT_SCHEMA)
     check_self_contained(schema)
     for parameter, value in rule.fixed.items():
         try:
             canonical.check_json(canonical.policy_text(value))
         except (JSONBoundaryError, TypeError):
-            raise Refusal(f"the fixed value for {escaping.go_quote(parameter)} is not valid JSON") from None
+            raise Refusal(pin_text.FIXED_NOT_JSON.format(parameter=escaping.go_quote(parameter))) from None
     hidden = hidden_names(rule)
     check_hiding(schema, hidden)
     restricted = restrict(schema, hidden)
@@ -362,4 +356,4 @@ def _hint_mismatch(rule: Rule, pinned: PinnedTool, live: LiveTool) -> str:
     if pinned.annotations is not None:
         return annotation_mismatch(rule.side_effect, pinned.annotations)
     mismatch = annotation_mismatch(rule.side_effect, live.annotations)
-    return f"the server now says: {mismatch}" if mismatch else ""
+    return pin_text.HINT_NOW.format(mismatch=mismatch) if mismatch else ""

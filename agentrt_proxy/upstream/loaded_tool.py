@@ -17,7 +17,7 @@ from agentrt_proxy import canonical
 from agentrt_proxy.canonical import JSONBoundaryError, Number
 from agentrt_proxy.mcp.outcomes import Result, ToolOutcome
 from agentrt_proxy.mcp.results import InputRequired
-from agentrt_proxy.text import escaping
+from agentrt_proxy.text import escaping, load_text, record_text
 from agentrt_proxy.upstream.display import ToolDisplay
 from agentrt_proxy.upstream.spec import ToolSpec
 
@@ -90,15 +90,19 @@ class LoadedTool:
         try:
             arguments = canonical.parse_strict(normalised)
         except JSONBoundaryError as err:
-            return _refusal(f"{self.name}: arguments are not a JSON object: {err.reason}")
+            return _refusal(record_text.ARGUMENTS_NOT_OBJECT.format(name=self.name, reason=err.reason))
         if not isinstance(arguments, dict):
-            return _refusal(f"{self.name}: arguments are not a JSON object: got {_json_kind(arguments)}")
+            return _refusal(record_text.ARGUMENTS_NOT_OBJECT_GOT.format(name=self.name, kind=_json_kind(arguments)))
         for parameter in self.deny:
             if parameter in arguments:
-                return _refusal(f"{self.name}: parameter {escaping.go_quote(parameter)} is denied by the operator")
+                return _refusal(
+                    record_text.PARAMETER_DENIED.format(name=self.name, parameter=escaping.go_quote(parameter))
+                )
         for parameter in sorted(self.fixed):
             if parameter in arguments:
-                return _refusal(f"{self.name}: parameter {escaping.go_quote(parameter)} is fixed by the operator")
+                return _refusal(
+                    record_text.PARAMETER_FIXED.format(name=self.name, parameter=escaping.go_quote(parameter))
+                )
         arguments.update(self.fixed)
         return canonical.policy_text(arguments)
 
@@ -109,7 +113,7 @@ class LoadedTool:
         if isinstance(prepared, CallRefused):
             return prepared
         if self.upstream is None:
-            raise RuntimeError(f"tool {self.name}: no connection to server {self.server!r}")
+            raise RuntimeError(load_text.NO_CONNECTION.format(name=self.name, server=self.server))
         if on_progress is None:  # named only when given: an upstream that reports no progress need not take it
             outcome = await self.upstream.call_tool(self.remote, prepared, self.spec.timeout)
         else:

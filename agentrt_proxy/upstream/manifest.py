@@ -17,7 +17,7 @@ from agentrt_proxy.canonical import JSONBoundaryError, Number, schema_form
 from agentrt_proxy.canonical.encoder import MANIFEST, encode
 from agentrt_proxy.config import ConfigError, read_owned
 from agentrt_proxy.errors import ConfigurationError
-from agentrt_proxy.text import escaping
+from agentrt_proxy.text import escaping, load_text
 from agentrt_proxy.upstream.pins import (
     Manifest,
     PinnedPrompt,
@@ -114,7 +114,7 @@ def read_manifest(path: Path | str) -> Manifest:
     try:
         tree = canonical.parse_strict(data)
     except JSONBoundaryError as err:
-        raise ManifestError(f"{path}: not usable JSON: {err.reason}") from None
+        raise ManifestError(load_text.MANIFEST_NOT_JSON.format(file=path, reason=err.reason)) from None
     return _manifest_from(tree, str(path))
 
 
@@ -122,20 +122,20 @@ def _string(value: Any, where: str, path: str, *, required: bool = True) -> str:
     if value is None and not required:
         return ""
     if not isinstance(value, str) or isinstance(value, Number):
-        raise ManifestError(f"{path}: {where} must be a string")
+        raise ManifestError(load_text.MANIFEST_NOT_STRING.format(file=path, where=where))
     return value
 
 
 def _manifest_from(tree: Any, path: str) -> Manifest:
     if not isinstance(tree, dict):
-        raise ManifestError(f"{path}: a manifest is a JSON object")
+        raise ManifestError(load_text.MANIFEST_NOT_OBJECT.format(file=path))
     server = _string(tree.get("server"), "server", path, required=False)
     pinned_at = _string(tree.get("pinned_at"), "pinned_at", path, required=False)
     tools_value = tree.get("tools")
     if tools_value is None:
         tools_value = {}
     if not isinstance(tools_value, dict):
-        raise ManifestError(f"{path}: tools must be an object of tool name to pinned tool")
+        raise ManifestError(load_text.MANIFEST_TOOLS.format(file=path))
     tools = {name: _pinned_from(name, entry, path) for name, entry in tools_value.items()}
     return Manifest(
         server=server,
@@ -151,14 +151,14 @@ def _scan_from(value: Any, path: str) -> ScanRecord | None:
     if value is None:
         return None
     if not isinstance(value, dict):
-        raise ManifestError(f"{path}: scan must be an object")
+        raise ManifestError(load_text.MANIFEST_SCAN.format(file=path))
     parts: dict[str, dict[str, tuple[dict[str, str], ...]]] = {}
     for key in ("refused", "overridden"):
         section = value.get(key) or {}
         if not isinstance(section, dict) or not all(
             isinstance(found, list) and all(isinstance(f, dict) for f in found) for found in section.values()
         ):
-            raise ManifestError(f"{path}: scan.{key} must be an object of tool name to a list of findings")
+            raise ManifestError(load_text.MANIFEST_SCAN_PART.format(file=path, key=key))
         parts[key] = {
             tool: tuple({k: v for k, v in f.items() if isinstance(v, str)} for f in found)
             for tool, found in section.items()
@@ -171,30 +171,32 @@ def _prompts_from(value: Any, path: str) -> dict[str, PinnedPrompt] | None:
     if value is None:
         return None
     if not isinstance(value, dict):
-        raise ManifestError(f"{path}: prompts must be an object of prompt name to pinned prompt")
+        raise ManifestError(load_text.MANIFEST_PROMPTS.format(file=path))
     prompts: dict[str, PinnedPrompt] = {}
     for key, entry in value.items():
-        where = f"prompts[{escaping.go_quote(key)}]"
+        where = load_text.MANIFEST_PROMPT_AT.format(q_key=escaping.go_quote(key))
         if not isinstance(entry, dict) or entry.get("name") != key:
-            raise ManifestError(f"{path}: {where} must be an object whose name is {escaping.go_quote(key)}")
+            raise ManifestError(
+                load_text.MANIFEST_PROMPT_NAME.format(file=path, where=where, q_key=escaping.go_quote(key))
+            )
         try:
             prompts[key] = pin_prompt(entry)
         except PromptShapeError as err:
-            raise ManifestError(f"{path}: {where}: {err}") from None
+            raise ManifestError(load_text.MANIFEST_PROMPT_BAD.format(file=path, where=where, error=err)) from None
     return prompts
 
 
 def _pinned_from(key: str, entry: Any, path: str) -> PinnedTool:
-    where = f"tools[{escaping.go_quote(key)}]"
+    where = load_text.MANIFEST_TOOL_AT.format(q_key=escaping.go_quote(key))
     if not isinstance(entry, dict):
-        raise ManifestError(f"{path}: {where} must be an object")
+        raise ManifestError(load_text.MANIFEST_ENTRY.format(file=path, where=where))
     annotations = entry.get("annotations")
     if annotations is not None and not isinstance(annotations, dict):
-        raise ManifestError(f"{path}: {where}.annotations must be an object")
+        raise ManifestError(load_text.MANIFEST_ANNOTATIONS.format(file=path, where=where))
     schema = entry.get("input_schema")
     display = entry.get("display")
     if display is not None and not isinstance(display, dict):
-        raise ManifestError(f"{path}: {where}.display must be an object")
+        raise ManifestError(load_text.MANIFEST_DISPLAY.format(file=path, where=where))
     title, output_schema = None, None
     if display is not None:
         if display.get("title") is not None:

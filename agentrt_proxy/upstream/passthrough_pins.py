@@ -13,7 +13,7 @@ from typing import Any
 
 from agentrt_proxy.config import ServerConfig
 from agentrt_proxy.mcp.errors import TransportError
-from agentrt_proxy.text import escaping
+from agentrt_proxy.text import escaping, load_text
 from agentrt_proxy.upstream.passthrough import Passthrough, list_live_prompts
 from agentrt_proxy.upstream.passthrough_routes import decide_prompts
 from agentrt_proxy.upstream.pins import PinnedPrompt, PromptShapeError, pin_prompt
@@ -31,15 +31,15 @@ async def pin_prompts(server: ServerConfig, connection: Any) -> dict[str, Pinned
     try:
         live = await list_live_prompts(connection, Passthrough.timeout(server))
     except TransportError as err:
-        raise LoadError(f"mcp: server {q}: list prompts: {escaping.sanitize(str(err))}") from None
+        raise LoadError(load_text.LIST_PROMPTS_FAILED.format(q_server=q, error=escaping.sanitize(str(err)))) from None
     pinned: dict[str, PinnedPrompt] = {}
     for listed in live:
         try:
             prompt = pin_prompt(listed)
         except PromptShapeError as err:
-            raise LoadError(f"mcp: server {q}: list prompts: {err}") from None
+            raise LoadError(load_text.LIST_PROMPTS_FAILED.format(q_server=q, error=err)) from None
         if prompt.name in pinned:
-            raise LoadError(f"mcp: server {q}: list prompts: the server lists {escaping.go_quote(prompt.name)} twice")
+            raise LoadError(load_text.LIST_PROMPTS_TWICE.format(q_server=q, q_prompt=escaping.go_quote(prompt.name)))
         pinned[prompt.name] = prompt
     return pinned
 
@@ -53,24 +53,33 @@ async def passthrough_report(
     lines: list[str] = []
     if server.resources:
         if not offers(connection, "resources"):
-            lines.append(f"{name}: resources: the server does not offer resources; none pass through")
+            lines.append(load_text.RESOURCES_NOT_OFFERED.format(server=name))
         else:
             subscribe = _capabilities(connection)["resources"].get("subscribe") is True
-            lines.append(f"{name}: resources: passed through{' (with subscriptions)' if subscribe else ''}")
+            lines.append(
+                load_text.RESOURCES_PASSED.format(
+                    server=name, subscriptions=load_text.WITH_SUBSCRIPTIONS if subscribe else ""
+                )
+            )
     if server.prompts:
         if not offers(connection, "prompts"):
-            lines.append(f"{name}: prompts: the server does not offer prompts; none pass through")
+            lines.append(load_text.PROMPTS_NOT_OFFERED.format(server=name))
             return lines
         try:
             live = await list_live_prompts(connection, Passthrough.timeout(server))
         except TransportError as err:
-            lines.append(f"{name}: prompts: cannot be listed: {s(str(err))}")
+            lines.append(load_text.PROMPTS_UNLISTED.format(server=name, error=s(str(err))))
             return lines
         if pins is None:
-            lines.append(f"{name}: prompts: the manifest pins none; run pin to pin them")
+            lines.append(load_text.PROMPTS_NOT_PINNED.format(server=name))
         decision = decide_prompts(server, pins, live)
         for prompt in sorted(decision.offered, key=lambda p: p.remote):
-            lines.append(f"{name}: offered prompt {s(prompt.remote)} as {s(prompt.host_name)}")
-        lines.extend(f"{name}: withheld prompt {s(remote)}: {s(why)}" for remote, why in decision.withheld)
-        lines.extend(f"{name}: pinned prompt {s(gone)}: the server no longer offers it" for gone in decision.gone)
+            lines.append(
+                load_text.PROMPT_OFFERED.format(server=name, prompt=s(prompt.remote), name=s(prompt.host_name))
+            )
+        lines.extend(
+            load_text.PROMPT_WITHHELD.format(server=name, prompt=s(remote), why=s(why))
+            for remote, why in decision.withheld
+        )
+        lines.extend(load_text.PROMPT_GONE.format(server=name, prompt=s(gone)) for gone in decision.gone)
     return lines

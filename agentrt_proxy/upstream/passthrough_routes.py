@@ -17,7 +17,7 @@ from typing import Any
 
 from agentrt_proxy.config import TOOL_NAME_PATTERN, ServerConfig
 from agentrt_proxy.mcp import JsonRpcError
-from agentrt_proxy.text import model_text
+from agentrt_proxy.text import model_text, pin_text
 from agentrt_proxy.text.escaping import go_quote
 from agentrt_proxy.upstream.pins import PinnedPrompt, PromptShapeError, pin_prompt
 
@@ -143,20 +143,20 @@ def decide_prompts(
             decision.withheld.append(("?", str(err)))
             continue
         if now.name in seen:
-            decision.withheld.append((now.name, "the server lists it twice"))
+            decision.withheld.append((now.name, pin_text.PROMPT_LISTED_TWICE))
             continue
         seen.add(now.name)
         pin = pinned.get(now.name)
         if pin is None:
-            decision.withheld.append((now.name, "not pinned: run pin to pin it"))
+            decision.withheld.append((now.name, pin_text.PROMPT_NOT_PINNED))
             continue
         if now != pin:
-            decision.withheld.append((now.name, f"it differs from its pin ({_difference(pin, now)})"))
+            decision.withheld.append((now.name, pin_text.PROMPT_DIFFERS.format(difference=_difference(pin, now))))
             continue
         name = host_prompt_name(server, now.name)
         if not TOOL_NAME_PATTERN.fullmatch(name) or name in taken:
-            why = "is already taken" if name in taken else "does not match ^[a-zA-Z0-9_-]{1,64}$"
-            decision.withheld.append((now.name, f"the name {go_quote(name)} {why}"))
+            why = pin_text.PROMPT_NAME_TAKEN if name in taken else pin_text.PROMPT_NAME_NOT_PATTERN.format()
+            decision.withheld.append((now.name, pin_text.PROMPT_NAME_REFUSED.format(name=go_quote(name), why=why)))
             continue
         taken.add(name)
         decision.offered.append(OfferedPrompt(name, server.name, now.name, pin))

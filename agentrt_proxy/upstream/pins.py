@@ -11,6 +11,7 @@ from typing import Any, TypeGuard
 from agentrt_proxy import canonical
 from agentrt_proxy.canonical import schema_form
 from agentrt_proxy.errors import InvalidValue
+from agentrt_proxy.text import pin_text
 from agentrt_proxy.upstream.display import ToolDisplay
 
 __all__ = [
@@ -106,20 +107,20 @@ def pin_prompt(listed: Any) -> PinnedPrompt:
     against it): its name, title, description and arguments, each argument's name, title,
     description and ``required`` (kept only when true). Anything else is not pinned."""
     if not isinstance(listed, dict) or not _is_text(listed.get("name")):
-        raise PromptShapeError("a prompt without a name")
+        raise PromptShapeError(pin_text.PROMPT_NAMELESS)
     arguments_value = listed.get("arguments")
     if arguments_value is None:
         arguments_value = []
     if not isinstance(arguments_value, list):
-        raise PromptShapeError(f"prompt {listed['name']!r}: arguments is not an array")
+        raise PromptShapeError(pin_text.PROMPT_ARGUMENTS_NOT_ARRAY.format(name=listed["name"]))
     arguments = []
     for argument in arguments_value:
         if not isinstance(argument, dict) or not _is_text(argument.get("name")):
-            raise PromptShapeError(f"prompt {listed['name']!r}: an argument without a name")
+            raise PromptShapeError(pin_text.PROMPT_ARGUMENT_NAMELESS.format(name=listed["name"]))
         kept = []
         for key, kind in _ARGUMENT_FIELDS:
             value = argument.get(key)
-            if (_is_text(value) if kind is str else value is True):
+            if _is_text(value) if kind is str else value is True:
                 kept.append((key, value))
         arguments.append(tuple(kept))
     title, description = listed.get("title"), listed.get("description")

@@ -20,7 +20,7 @@ import anyio
 from agentrt_proxy.canonical.durations import format_go
 from agentrt_proxy.config import ServerConfig
 from agentrt_proxy.errors import ConfigurationError
-from agentrt_proxy.text import escaping
+from agentrt_proxy.text import escaping, load_text, pin_text
 from agentrt_proxy.upstream.checks import Context, Prepared, Refusal, build, prepare
 from agentrt_proxy.upstream.loaded_tool import LoadedTool, Upstream
 from agentrt_proxy.upstream.pins import LiveTool, Manifest
@@ -86,13 +86,18 @@ class LoadReport:
         server = s(self.server)
         out = []
         for reg in self.registered:
-            line = f"{server}: registered {s(reg.tool)} as {s(reg.name)} ({s(reg.side_effect)})"
+            line = load_text.REGISTERED.format(
+                server=server, tool=s(reg.tool), name=s(reg.name), cls=s(reg.side_effect)
+            )
             if reg.hint_mismatch:
-                line += f" [hint mismatch allowed: {s(reg.hint_mismatch)}]"
+                line += load_text.HINT_MISMATCH_ALLOWED.format(mismatch=s(reg.hint_mismatch))
             out.append(line)
-        out.extend(f"{server}: refused {s(entry.tool)}: {s(entry.reason)}" for entry in self.refused)
-        out.extend(f"{server}: unclassified {s(tool)}: no rule" for tool in self.unclassified)
-        out.extend(f"{server}: unpinned {s(tool)}: not in the manifest" for tool in self.unpinned)
+        out.extend(
+            load_text.REFUSED.format(server=server, tool=s(entry.tool), reason=s(entry.reason))
+            for entry in self.refused
+        )
+        out.extend(load_text.UNCLASSIFIED.format(server=server, tool=s(tool)) for tool in self.unclassified)
+        out.extend(load_text.UNPINNED.format(server=server, tool=s(tool)) for tool in self.unpinned)
         return out
 
     def __str__(self) -> str:
@@ -105,17 +110,18 @@ class LoadReport:
 def check_manifest(server: ServerConfig, manifest: Manifest | None) -> Manifest:
     """The whole-load preconditions: a manifest for this server, rules that name pinned tools."""
     if manifest is None:
-        raise LoadError("mcp: manifest is required; run Pin first")
+        raise LoadError(load_text.NO_MANIFEST)
     if manifest.server != server.name:
         raise LoadError(
-            f"mcp: manifest is for server {escaping.go_quote(manifest.server)}, not {escaping.go_quote(server.name)}"
+            load_text.MANIFEST_OTHER_SERVER.format(
+                q_pinned=escaping.go_quote(manifest.server), q_server=escaping.go_quote(server.name)
+            )
         )
     refused = manifest.scan.refused if manifest.scan is not None else {}  # refused by the scan at pin
     stray = sorted(tool for tool in server.rules if tool not in manifest.tools and tool not in refused)
     if stray:
         raise LoadError(
-            f"mcp: server {escaping.go_quote(server.name)}: rules name tools the manifest does not pin: "
-            f"{', '.join(stray)}"
+            load_text.RULES_NOT_PINNED.format(q_server=escaping.go_quote(server.name), tools=", ".join(stray))
         )
     return manifest
 
@@ -151,8 +157,9 @@ def decide(
             tool = build(ctx, manifest.tools[tool_name], rule, listing.get(tool_name), earlier)
             if tool.name in taken:
                 raise Refusal(
-                    f"the name {escaping.go_quote(tool.name)} is already taken by tool "
-                    f"{escaping.go_quote(taken[tool.name])}"
+                    pin_text.NAME_TAKEN.format(
+                        name=escaping.go_quote(tool.name), remote=escaping.go_quote(taken[tool.name])
+                    )
                 )
         except Refusal as refusal:
             report.refused.append(RefusedTool(tool_name, str(refusal)))
@@ -163,12 +170,15 @@ def decide(
     scan_refused = manifest.scan.refused if manifest.scan is not None else {}
     for tool_name in sorted(name for name in scan_refused if not name.startswith("prompt:")):
         rules = ", ".join(sorted({f.get("rule", "?") for f in scan_refused[tool_name]}))
-        reason = f"refused at pin by the scan's hard findings ({rules}); never offered"
+        reason = pin_text.SCAN_REFUSED.format(rules=rules)
         report.refused.append(RefusedTool(tool_name, reason))
     report.unpinned.extend(name for name in listing if name not in manifest.tools and name not in scan_refused)
     report.sort()
     if not registered and not serves_besides_tools(server, upstream):
-        raise LoadError(f"mcp: server {escaping.go_quote(server.name)}: no tool registered{_nor_else(server)}", report)
+        raise LoadError(
+            load_text.NO_TOOL_REGISTERED.format(q_server=escaping.go_quote(server.name), nor_else=_nor_else(server)),
+            report,
+        )
     return registered, report
 
 
@@ -196,7 +206,7 @@ def serves_besides_tools(server: ServerConfig, upstream: object | None) -> bool:
 
 def _nor_else(server: ServerConfig) -> str:
     opted = [kind for kind, on in (("resources", server.resources), ("prompts", server.prompts)) if on]
-    return f", and it offers none of the {' or '.join(opted)} it opted into" if opted else ""
+    return load_text.NOR_ELSE.format(kinds=" or ".join(opted)) if opted else ""
 
 
 # ----------------------------------------------------------------------------------- load
@@ -259,8 +269,9 @@ async def load(
         except TimeoutError:
             await _close_quietly(connection)
             raise LoadError(
-                f"mcp: server {escaping.go_quote(server.name)}: load: timed out after "
-                f"{format_go(server.connect_timeout)}"
+                load_text.LOAD_TIMED_OUT.format(
+                    q_server=escaping.go_quote(server.name), after=format_go(server.connect_timeout)
+                )
             ) from None
         except BaseException:
             await _close_quietly(connection)

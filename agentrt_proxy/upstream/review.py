@@ -25,6 +25,7 @@ from typing import Any
 
 from agentrt_proxy import canonical
 from agentrt_proxy.canonical import schema_form
+from agentrt_proxy.text import pin_text
 from agentrt_proxy.upstream.pins import LiveTool, Manifest, PinnedPrompt, PinnedTool
 from agentrt_proxy.upstream.review_schema import NARROWING, TEXT, WIDENING, SchemaChange, schema_changes
 
@@ -118,16 +119,19 @@ def pin_drift(pin: PinnedTool, live: LiveTool) -> str:
     the output schema. The load checks refuse the tool with this reason."""
     flips = hint_flips(pin.annotations, live.annotations)
     if flips:
-        said = ", ".join(f"{hint} {str(old).lower()} -> {str(new).lower()}" for hint, old, new in flips)
-        return f"the hints changed since the pin ({said})"
+        said = ", ".join(
+            pin_text.HINT_FLIP.format(hint=hint, before=str(old).lower(), after=str(new).lower())
+            for hint, old, new in flips
+        )
+        return pin_text.HINTS_CHANGED.format(hints=said)
     if (pin.annotations or {}).get("title") != (live.annotations or {}).get("title"):
-        return "the annotations' title changed since the pin"
+        return pin_text.ANNOTATIONS_TITLE_CHANGED
     if pin.display_pinned:
         if pin.title != live.display.title:
-            return "the title changed since the pin, and a title is model input"
+            return pin_text.TITLE_CHANGED
         now = live.display.output_schema.encode("utf-8") if live.display.output_schema is not None else None
         if pin.output_schema != now:
-            return "the output schema changed since the pin"
+            return pin_text.OUTPUT_SCHEMA_CHANGED
     return ""
 
 

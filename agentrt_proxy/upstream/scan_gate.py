@@ -33,7 +33,7 @@ from agentrt_proxy.scan import (
     scan,
     tool_definition,
 )
-from agentrt_proxy.text import escaping, operator_text
+from agentrt_proxy.text import escaping, load_text, operator_text
 from agentrt_proxy.upstream.manifest import ManifestError, read_manifest
 from agentrt_proxy.upstream.pins import LiveTool, Manifest, PinnedTool, ScanRecord
 
@@ -59,7 +59,7 @@ def parse_overrides(text: str | None) -> frozenset[tuple[str, str]]:
             continue
         tool, sep, rule = item.rpartition(":")
         if not sep or not tool or not rule:
-            raise UsageError(f"-override {item!r}: give TOOL:RULE, the tool and the rule its finding names")
+            raise UsageError(load_text.OVERRIDE_MALFORMED.format(item=item))
         pairs.add((tool, rule))
     return frozenset(pairs)
 
@@ -186,11 +186,11 @@ def gate_pin(
         if hard and len(taken) < len(hard):
             refused[tool] = [_record(f) for f in hard]
             for f in hard:
-                kept = " (overridden, but other hard findings remain)" if (tool, f.rule) in overrides else ""
-                outcome.lines.append(finding_line(f, prefix=f"server {name}: scan: refused ") + kept)
+                kept = load_text.SCAN_OTHERS_REMAIN if (tool, f.rule) in overrides else ""
+                outcome.lines.append(finding_line(f, prefix=load_text.SCAN_REFUSED_PREFIX.format(server=name)) + kept)
+            pairs = ",".join(sorted({escaping.sanitize(tool) + ":" + f.rule for f in hard}))
             outcome.lines.append(
-                f"server {name}: scan: {escaping.sanitize(tool)} is not pinned and never offered; to pin it anyway: "
-                f"-override {','.join(sorted({escaping.sanitize(tool) + ':' + f.rule for f in hard}))}"
+                load_text.SCAN_NOT_PINNED.format(server=name, tool=escaping.sanitize(tool), pairs=pairs)
             )
             continue
         if taken:
@@ -198,11 +198,12 @@ def gate_pin(
             outcome.used.update((tool, f.rule) for f in taken)
             for f in taken:
                 outcome.lines.append(
-                    finding_line(f, prefix=f"server {name}: scan: overridden ") + " (recorded in the manifest)"
+                    finding_line(f, prefix=load_text.SCAN_OVERRIDDEN_PREFIX.format(server=name))
+                    + load_text.SCAN_RECORDED
                 )
         for f in found:
             if not f.hard:
-                outcome.lines.append(finding_line(f, prefix=f"server {name}: scan: "))
+                outcome.lines.append(finding_line(f, prefix=load_text.SCAN_PREFIX.format(server=name)))
     tools = {k: v for k, v in manifest.tools.items() if k not in refused}
     prompts = manifest.prompts
     if prompts is not None:

@@ -23,7 +23,7 @@ from agentrt_proxy.canonical import schema_form
 from agentrt_proxy.canonical.durations import format_time
 from agentrt_proxy.config import DEFAULT_MAX_RESULT_BYTES, Config, ConfigError, ServerConfig, check_reach
 from agentrt_proxy.errors import ConfigurationError
-from agentrt_proxy.text import escaping
+from agentrt_proxy.text import escaping, load_text
 from agentrt_proxy.upstream.display import display_of
 from agentrt_proxy.upstream.loaded_tool import LoadedTool
 from agentrt_proxy.upstream.manifest import ManifestError, read_manifest
@@ -184,8 +184,9 @@ async def pin_server(server: ServerConfig, *, connector: Connector = default_con
                 tools[tool.name] = pin_tool(tool)
             except schema_form.SchemaFormError as err:
                 raise LoadError(
-                    f"mcp: server {escaping.go_quote(server.name)}: list tools: tool {escaping.go_quote(tool.name)}: "
-                    f"input schema: {err}"
+                    load_text.LIST_TOOLS_BAD_SCHEMA.format(
+                        q_server=escaping.go_quote(server.name), q_tool=escaping.go_quote(tool.name), error=err
+                    )
                 ) from None
         prompts = None
         if server.prompts:
@@ -270,7 +271,7 @@ async def _open_one(
     try:
         manifest = await anyio.to_thread.run_sync(read_manifest, server.manifest)
     except ManifestError as err:
-        outcome.error = f"server {escaping.go_quote(server.name)}: manifest: {err}"
+        outcome.error = load_text.SERVER_MANIFEST_ERROR.format(q_server=escaping.go_quote(server.name), error=err)
         return
     outcome.manifest = manifest
     try:
@@ -279,7 +280,9 @@ async def _open_one(
         outcome.error, outcome.report = str(err), err.report
         return
     except Exception as err:  # a connect or listing failure, already naming the server
-        message = str(err) or f"mcp: server {escaping.go_quote(server.name)}: {type(err).__name__}"
+        message = str(err) or load_text.SERVER_FAILED.format(
+            q_server=escaping.go_quote(server.name), kind=type(err).__name__
+        )
         if keep_down:
             outcome.refusal = getattr(err, "authorization", None)
             await _offer_pinned(config, server, manifest, message, outcome)
@@ -310,14 +313,17 @@ def _cross_check(config: Config, outcomes: Sequence[_Outcome], status_tool_name:
         for tool in outcome.tools:
             if tool.name == status_tool_name:
                 raise OpenError(
-                    f"server {escaping.go_quote(server.name)} registers tool {escaping.go_quote(tool.remote)} under "
-                    f"{escaping.go_quote(tool.name)}, the status tool's name: "
-                    "rename one (status_tool or the rule's rename)"
+                    load_text.STATUS_TOOL_TAKEN.format(
+                        q_server=escaping.go_quote(server.name),
+                        q_remote=escaping.go_quote(tool.remote),
+                        q_name=escaping.go_quote(tool.name),
+                    )
                 )
             if tool.name in seen:
                 raise OpenError(
-                    f"server {escaping.go_quote(server.name)} registers {escaping.go_quote(tool.name)}, "
-                    "which another server already registered"
+                    load_text.NAME_REGISTERED_TWICE.format(
+                        q_server=escaping.go_quote(server.name), q_name=escaping.go_quote(tool.name)
+                    )
                 )
             seen.add(tool.name)
             tools.append(tool)

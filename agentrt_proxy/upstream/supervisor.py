@@ -30,7 +30,7 @@ from agentrt_proxy.canonical.durations import format_go
 from agentrt_proxy.config import ServerConfig
 from agentrt_proxy.mcp.errors import NotSentError
 from agentrt_proxy.mcp.outcomes import NotSent, ToolOutcome
-from agentrt_proxy.text import model_text, operator_text
+from agentrt_proxy.text import load_text, model_text, operator_text, pin_text
 from agentrt_proxy.upstream.display import ToolDisplay, hints_of
 from agentrt_proxy.upstream.pins import LiveTool, Manifest
 from agentrt_proxy.upstream.registry import ListingFn, LoadError, UpstreamConnection, decide
@@ -98,7 +98,7 @@ def _how_it_ended(held: Any) -> str:
 
         return exit_text(status)
     ended = getattr(held, "ended", None)
-    return f"ended its session ({ended})" if ended else "ended its session"
+    return load_text.ENDED_SESSION_HOW.format(ended=ended) if ended else load_text.ENDED_SESSION
 
 
 class Supervisor:
@@ -275,7 +275,7 @@ class Supervisor:
         registered = {tool.remote for tool in tools}
         refused = {entry.tool: entry.reason for entry in report.refused}
         return {
-            remote: refused.get(remote, "the server no longer offers it")
+            remote: refused.get(remote, pin_text.NO_LONGER_OFFERED)
             for remote in self._offered
             if remote not in registered
         }

@@ -16,6 +16,7 @@ import referencing
 from jsonschema import Draft7Validator, Draft202012Validator
 
 from agentrt_proxy import canonical
+from agentrt_proxy.text import record_text
 
 _cache: dict[str, Any] = {}
 _lock = threading.Lock()
@@ -65,9 +66,9 @@ def schema_error(schema: Any, args: Any) -> str:
         v = validator(schema)
         errors = sorted(v.iter_errors(canonical.to_python(args)), key=lambda e: list(e.absolute_path))
     except (jsonschema.SchemaError, referencing.exceptions.Unresolvable) as exc:
-        return f"the schema cannot be used: {getattr(exc, 'message', exc)}"
+        return record_text.SCHEMA_UNUSABLE.format(error=getattr(exc, "message", exc))
     except jsonschema.exceptions._WrappedReferencingError as exc:  # an unresolvable $ref
-        return f"the schema cannot be used: {exc}"
+        return record_text.SCHEMA_UNUSABLE.format(error=exc)
     if not errors:
         return ""
     return "; ".join(_one(e) for e in errors)

@@ -1,8 +1,12 @@
 """Nothing a model reads names an operator command, the database, the configuration or a run id.
 
-Every template of ``text/model_text.py`` (what the model is told) and ``text/record_text.py`` (the
-runtime's records: the policy's reasons, a tool's recorded error and a run's end reach the model
-through ``denied``, ``duplicate`` and the status tool) is walked, generated from the modules with
+Every model-visible template in ``text/`` is walked: all of ``text/model_text.py`` (what the model is
+told) and ``text/record_text.py`` (the runtime's records: the policy's reasons, a tool's recorded
+error and a run's end reach the model through ``denied``, ``duplicate`` and the status tool),
+``text/pin_text.py`` (why a tool is withheld: ``tool_unpinned`` repeats it to the model), and
+the templates of an operator's module that a model may read too (``MODEL_READS_TOO``). Every module
+of ``text/`` is either walked whole or named in ``OPERATOR_MODULES`` with who reads it, so a new
+module of sentences is judged here before it ships. The templates are generated from the modules with
 ``vars()`` and ``inspect``, not from a hand-kept list: every str constant (formatted with sample
 values when it has ``{fields}``), every str in a dict of them, and every function (called with
 arguments built from its signature: strings, ints, lists of strings, None where Optional, every
@@ -20,6 +24,7 @@ from __future__ import annotations
 
 import inspect
 import itertools
+import pkgutil
 import re
 import string
 import types
@@ -29,9 +34,29 @@ from typing import Any
 
 import pytest
 
-from agentrt_proxy.text import model_text, record_text
+from agentrt_proxy import text as text_package
+from agentrt_proxy.text import model_text, operator_text, pin_text, record_text
 
-MODULES = (model_text, record_text)
+MODULES = (model_text, record_text, pin_text)  # walked whole: a model reads them
+
+# The modules of text/ that only the operator reads, each with where its words go.
+OPERATOR_MODULES = {
+    "operator_text": "the proxy's standard-error lines and the subcommands' output",
+    "cli_text": "the command line's own words: the scope statement, the usage, how to run the program",
+    "console_text": "the operator's console: its terminal lines and its pages",
+    "escaping": "no sentences: the escaping that makes text safe to show",
+    "oauth_text": "why an OAuth login, refresh or token file failed, and check's word on a token",
+    "load_text": "check's and serve's report lines on a server's load, and why a server or its manifest cannot load",
+}
+
+# Templates of an operator's module that a model may read too: walked with the rest.
+MODEL_READS_TOO: dict[types.ModuleType, dict[str, str]] = {
+    operator_text: {
+        name: "the proxy's closing decision of a run its call did not complete, recorded as the run's reason"
+        for name in ("CLOSE_ERROR", "CLOSE_DENIED", "CLOSE_INVALID", "CLOSE_TAKEN_OVER", "CLOSE_NOT_SENT")
+    }
+    | {"CLOSE_UNRECORDED": "the closing decision of a run whose result could not be recorded"},
+}
 
 RUN_ID = "s.0123456789abcdef"
 DATABASE = "/srv/leak-sample-db/proxy-7f3a.db"
@@ -90,7 +115,7 @@ ECHOED = {
     "answer": "an answer the model is given anyway, repeated as a task's status message (built from these templates)",
     "note": "the operator's note, written for the model",
     "what": "what UNAVAILABLE says could not be done (a model_text constant)",
-    "why": "why an approved request did not execute (a model_text constant)",
+    "why": "why an approved request did not execute (a model_text constant), or why a prompt's name is refused",
     "description": "one request's status line, built from these templates",
     "descriptions": "the status lines, built from these templates",
     "args_text": "the request's own arguments, which the model sent",
@@ -128,6 +153,19 @@ ECHOED = {
     "source_server": "the untrusted server's name in the configuration",
     "via": "the method that carried an untrusted server's text to the host (a listing, a notification, progress)",
     "lines": "the status tool's budget lines, built from status_budget_line",
+    "key": "a keyword of the server's input schema",
+    "keyword": "a keyword of the server's input schema",
+    "pointer": "a JSON Pointer into the server's input schema",
+    "item": "a value of the server's input schema (quoted), which the server sent",
+    "parameter": "a parameter of the tool that the operator's rule fixes",
+    "pattern": "the tool-name pattern",
+    "mismatch": "how the server's hints contradict the operator's class (built from these templates)",
+    "hints": "the hints that changed since the pin, built from HINT_FLIP",
+    "hint": "an MCP annotation's name",
+    "rules": "the scan rules whose hard findings refused a tool at pin",
+    "difference": "how a server's prompt differs from its pin (what the server lists now)",
+    "before": "an annotation's pinned value (true or false)",
+    "after": "an annotation's live value (true or false)",
 }
 
 # Templates only the operator reads: (the rules they may break, where they go).
@@ -248,7 +286,9 @@ def templates(module: types.ModuleType) -> list[Template]:
     return found
 
 
-ALL = [template for module in MODULES for template in templates(module)]
+ALL = [template for module in MODULES for template in templates(module)] + [
+    template for module, names in MODEL_READS_TOO.items() for template in templates(module) if template.name in names
+]
 
 
 APPROVAL_FIELDS = {"approval_id", "next_approval", "latest", "id"}
@@ -277,6 +317,19 @@ def test_the_walk_finds_the_templates_of_both_modules() -> None:
     assert {"SHUTTING_DOWN", "REASON_RULE", "pending_approval", "status_list", "_note", "_DO_NOT_CALL_AGAIN"} <= names
     assert "ENDED_HOW['timed_out']" in names and "HOW_ENDED['cut_off']" in names
     assert len(ALL) > 150
+
+
+def test_every_module_of_text_is_walked_or_said_to_be_read_by_the_operator_only() -> None:
+    found = {info.name for info in pkgutil.iter_modules(text_package.__path__)}
+    walked = {module.__name__.rpartition(".")[2] for module in MODULES}
+    assert found == walked | set(OPERATOR_MODULES), found ^ (walked | set(OPERATOR_MODULES))
+    assert not walked & set(OPERATOR_MODULES)
+
+
+def test_every_template_a_model_reads_too_exists_in_its_module() -> None:
+    names = {template.name for template in ALL}
+    wanted = {name for chosen in MODEL_READS_TOO.values() for name in chosen}
+    assert wanted <= names, wanted - names
 
 
 @pytest.mark.parametrize("module", MODULES, ids=[module.__name__ for module in MODULES])

@@ -1,0 +1,238 @@
+"""Every sentence a model or an operator reads lives in one place (docs/design.md, "Text in one place").
+
+The walk reads every module of the package with ``ast`` and counts its sentence-like string
+literals and f-strings: four or more words (two of them plain words), not a docstring (nor any
+other bare string statement), not markup, not a SQL statement and not a regular expression.
+``agentrt_proxy/text/`` is where they live; ``config`` cannot import ``text`` (the two are
+independent siblings of one layer in the import contracts), so its messages live in
+``config/messages.py``, one module apart.
+
+``MOVED`` names the packages and modules whose sentences were moved: they hold none. Every
+other module may hold at most the count ``RATCHET`` allows it now; a module not in ``RATCHET``
+may hold none, so no new sentence lands outside ``text/`` unnoticed. The counts may only go
+down: when you move sentences out of a module, lower its count (or drop it) here.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+import agentrt_proxy
+
+PACKAGE = Path(agentrt_proxy.__file__).resolve().parent
+MIN_WORDS = 4  # a value filled in counts as one
+MIN_PLAIN_WORDS = 2  # words of letters alone: "{scheme}://{host}/{path} {x}" is no sentence
+
+# Where sentences live.
+HOMES = ("agentrt_proxy.text", "agentrt_proxy.config.messages")
+
+# Packages and modules whose sentences were moved to a home: they hold none.
+MOVED = (
+    "agentrt_proxy.cli.flags",
+    "agentrt_proxy.cli.login",
+    "agentrt_proxy.cli.pin",
+    "agentrt_proxy.cli.pin_review",
+    "agentrt_proxy.cli.pin_scan",
+    "agentrt_proxy.cli.review_view",
+    "agentrt_proxy.cli.scan",
+    "agentrt_proxy.cli.verify_file",
+    "agentrt_proxy.config",
+    "agentrt_proxy.oauth",
+    "agentrt_proxy.upstream.checks",
+    "agentrt_proxy.upstream.loaded_tool",
+    "agentrt_proxy.upstream.manifest",
+    "agentrt_proxy.upstream.passthrough_pins",
+    "agentrt_proxy.upstream.passthrough_routes",
+    "agentrt_proxy.upstream.pins",
+    "agentrt_proxy.upstream.registry",
+    "agentrt_proxy.upstream.scan_gate",
+    "agentrt_proxy.upstream.servers",
+    "agentrt_proxy.upstream.supervisor",
+    "agentrt_proxy.upstream.validation",
+)
+
+# The sentences each module still holds, counted when the walk was written. Only down.
+RATCHET: dict[str, int] = {
+    "agentrt_proxy.canonical.durations": 7,
+    "agentrt_proxy.canonical.encoder": 3,  # the WIRE styles' own refusal joined (canonical may not import text)
+    "agentrt_proxy.canonical.schema_form": 4,
+    "agentrt_proxy.canonical.strict": 5,
+    "agentrt_proxy.cli.console_assets": 2,
+    "agentrt_proxy.cli.console_guard": 1,
+    "agentrt_proxy.cli.demo": 80,  # the demo's narration stays with its steps (docs/design.md)
+    "agentrt_proxy.cli.demo_stage": 8,
+    "agentrt_proxy.cli.main": 3,
+    "agentrt_proxy.cli.operator_views": 1,
+    "agentrt_proxy.cli.recheck_report": 1,
+    "agentrt_proxy.cli.serve": 1,
+    "agentrt_proxy.cli.watch_out": 1,
+    "agentrt_proxy.cli.watch_screen": 1,
+    "agentrt_proxy.gate.amounts": 1,
+    "agentrt_proxy.gate.model": 1,
+    "agentrt_proxy.mcp": 1,
+    "agentrt_proxy.mcp.client": 19,
+    "agentrt_proxy.mcp.host_requests": 1,
+    "agentrt_proxy.mcp.http": 18,
+    "agentrt_proxy.mcp.http_pool": 2,
+    "agentrt_proxy.mcp.jsonrpc": 14,
+    "agentrt_proxy.mcp.listing": 4,
+    "agentrt_proxy.mcp.modern": 7,
+    "agentrt_proxy.mcp.oversize": 4,
+    "agentrt_proxy.mcp.results": 4,
+    "agentrt_proxy.mcp.server": 9,
+    "agentrt_proxy.mcp.spans": 7,
+    "agentrt_proxy.mcp.spec": 6,
+    "agentrt_proxy.mcp.stdio": 7,
+    "agentrt_proxy.mcp.tasks_wire": 1,
+    "agentrt_proxy.proxy.begin": 2,
+    "agentrt_proxy.proxy.calls": 1,
+    "agentrt_proxy.proxy.execute": 1,
+    "agentrt_proxy.proxy.forwarding": 1,
+    "agentrt_proxy.proxy.passthrough": 1,
+    "agentrt_proxy.proxy.reading": 2,
+    "agentrt_proxy.proxy.runtime": 2,
+    "agentrt_proxy.proxy.session": 1,
+    "agentrt_proxy.proxy.settling": 1,
+    "agentrt_proxy.scan.rules": 21,
+    "agentrt_proxy.scan.shadowing": 3,
+    "agentrt_proxy.store.audit": 1,
+    "agentrt_proxy.store.sqlite_errors": 6,  # SQLite's own messages, matched, not said
+    "agentrt_proxy.store.states": 39,  # each move's reason in the state table, a docstring kept as data
+    "agentrt_proxy.store.tx": 1,
+    "agentrt_proxy.testing.fakebank": 9,
+    "agentrt_proxy.upstream.passthrough": 7,
+    "agentrt_proxy.upstream.review": 2,
+    "agentrt_proxy.upstream.review_schema": 3,
+}
+
+SQL = re.compile(
+    r"^\s*(?:SELECT|INSERT|UPDATE|DELETE|CREATE|PRAGMA|WITH|ALTER|DROP|BEGIN|REPLACE)\b"  # a statement
+    r"|\s(?:=|<=|>=|<|>)\s\?"  # a fragment: a placeholder compared
+    r"|^\s*[a-z_]+(?:, [a-z_]+){3,}\s*$"  # a fragment: a column list
+)
+# A pattern's own syntax: no sentence a reader is shown writes these.
+PATTERN = re.compile(r"\(\?|\\[bswdSWDB]|\[\^|\|\\")
+
+
+# ------------------------------------------------------------------------------ the walk
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def within(name: str, prefixes: tuple[str, ...]) -> bool:
+    return any(name == prefix or name.startswith(prefix + ".") for prefix in prefixes)
+
+
+def literal_text(node: ast.Constant | ast.JoinedStr) -> str:
+    """A literal's words; each ``{value}`` of an f-string stands for one word."""
+    if isinstance(node, ast.Constant):
+        return str(node.value)
+    return "".join(part.value if isinstance(part, ast.Constant) else " {} " for part in node.values)
+
+
+def is_sentence(text: str) -> bool:
+    words = [word for word in text.split() if re.search(r"[A-Za-z{}]", word)]
+    plain = [word for word in words if re.fullmatch(r"[A-Za-z'-]+[,.:;]?", word)]
+    return (
+        len(words) >= MIN_WORDS
+        and len(plain) >= MIN_PLAIN_WORDS
+        and not text.lstrip().startswith("<")  # markup: a page's words are filled into it
+        and not SQL.search(text)
+        and not PATTERN.search(text)
+    )
+
+
+def sentences(tree: ast.Module) -> list[tuple[int, str]]:
+    """Every sentence-like literal of a module, with its line: bare string statements (docstrings)
+    and the pieces of an f-string (counted once, as the f-string) are not walked."""
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+            skipped.add(id(node.value))  # a docstring, or a string standing as a statement
+        elif isinstance(node, ast.JoinedStr):
+            skipped.update(id(inner) for part in node.values for inner in ast.walk(part))
+    found = []
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.JoinedStr) or (isinstance(node, ast.Constant) and isinstance(node.value, str)):
+            text = literal_text(node)
+            if is_sentence(text):
+                found.append((node.lineno, text))
+    return found
+
+
+def counts() -> dict[str, list[tuple[int, str]]]:
+    found = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        name = module_name(path)
+        if within(name, HOMES):
+            continue
+        held = sentences(ast.parse(path.read_text(encoding="utf-8")))
+        if held:
+            found[name] = held
+    return found
+
+
+COUNTS = counts()
+
+
+def shown(held: list[tuple[int, str]]) -> str:
+    return "\n".join(f"  line {line}: {text[:100]!r}" for line, text in held)
+
+
+# ----------------------------------------------------------------------------- the tests
+
+
+def test_the_walk_counts_sentences_and_skips_docstrings_sql_patterns_and_short_words() -> None:
+    source = '''
+"""A module's docstring is not counted, however long it is."""
+def f(x):
+    """Nor a function's docstring, nor a string standing as a statement."""
+    "a bare string statement with many words"
+    a = "this message is a sentence"
+    b = f"run {x} was not found here"
+    c = "three words only"
+    d = "SELECT seq, hash FROM events WHERE run_id = ? ORDER BY seq"
+    j = " AND (owner = ? OR lease_until <= ?)"
+    k = "budget, currency, run_id, amount, at, state"
+    e = r"\\b(?:call|use) the other tool first\\b"
+    h = f'<p class="muted" id="live-note">{x}</p>'
+    i = f"{x}://json-schema.org/{x}"
+    g = ("one sentence written " "as two pieces")
+    return f"{x}: {x}"
+'''
+    assert [text for _, text in sentences(ast.parse(source))] == [
+        "this message is a sentence",
+        "run  {}  was not found here",
+        "one sentence written as two pieces",
+    ]
+
+
+def test_a_module_whose_sentences_were_moved_holds_none() -> None:
+    held = {name: found for name, found in COUNTS.items() if within(name, MOVED)}
+    assert held == {}, "\n".join(f"{name}:\n{shown(found)}" for name, found in held.items())
+
+
+@pytest.mark.parametrize("name", sorted(COUNTS), ids=sorted(COUNTS))
+def test_no_module_holds_more_sentences_outside_text_than_the_ratchet_allows(name: str) -> None:
+    held = COUNTS[name]
+    allowed = RATCHET.get(name, 0)
+    assert len(held) <= allowed, (
+        f"{name} holds {len(held)} sentences, {allowed} allowed: put the new ones in agentrt_proxy/text/\n{shown(held)}"
+    )
+
+
+def test_the_ratchet_names_only_modules_that_exist_and_none_that_were_moved() -> None:
+    known = {module_name(path) for path in PACKAGE.rglob("*.py")}
+    assert set(RATCHET) <= known, set(RATCHET) - known
+    assert [name for name in RATCHET if within(name, MOVED) or within(name, HOMES)] == []
