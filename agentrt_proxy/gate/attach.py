@@ -40,6 +40,8 @@ from agentrt_proxy.store import (
     AWAITING,
     COMPLETED,
     DECIDING,
+    END_GOAL_COMPLETED,
+    END_RECONCILE_CONFLICT,
     EXECUTING,
     FAILED,
     RESUMABLE,
@@ -257,7 +259,7 @@ def _reconcile(gate: AttachGate[S], session: S, now_ns: int) -> tuple[S | None, 
         return session, Verdict(OPEN)
     if rec.action == "completed":
         with gate.store.write() as tx:
-            finish_run(tx, run.id, expect=RUNNING, owner=gate.owner, status=COMPLETED, reason="goal_completed",
+            finish_run(tx, run.id, expect=RUNNING, owner=gate.owner, status=COMPLETED, reason=END_GOAL_COMPLETED,
                        detail=rec.detail, at=at, result_json=go_json(rec.result) if rec.result is not None else None)
         session.end()
         return None, Verdict(ENDED, run=gate.store.get_run(run.id))
@@ -313,7 +315,7 @@ def _conflict(gate: AttachGate[S], session: S, detail: str, steps: list[Step], r
     step = next((s for s in steps if s.id == rec.step_id), None)
     n = step.idx if step is not None else 0
     with gate.store.write() as tx:
-        finish_run(tx, session.run_id, expect=RUNNING, owner=gate.owner, status=FAILED, reason="reconcile_conflict",
+        finish_run(tx, session.run_id, expect=RUNNING, owner=gate.owner, status=FAILED, reason=END_RECONCILE_CONFLICT,
                    detail=DETAIL_CONFLICT.format(n=n, detail=detail), at=at)
     session.end()
     return Verdict(ENDED, run=gate.store.get_run(session.run_id))

@@ -20,6 +20,8 @@ from agentrt_proxy.store import (
     CANCELLED,
     COMPLETED,
     DONE,
+    END_APPROVAL_EXPIRED,
+    END_GOAL_COMPLETED,
     EXECUTING,
     EXPIRED,
     MSG_RUN_STATE,
@@ -143,7 +145,7 @@ def expire_approval(tx: Tx, approval: Approval, now_ns: int) -> None:
     if not ok:
         raise NotPending(ERR_DECIDED_MEANWHILE.format(id=approval.id))
     tx.append(approval.run_id, "", at, "approval.decided", {"approval_id": approval.id, "status": EXPIRED})
-    finish_run(tx, approval.run_id, expect=WAITING, status=CANCELLED, reason="approval_expired",
+    finish_run(tx, approval.run_id, expect=WAITING, status=CANCELLED, reason=END_APPROVAL_EXPIRED,
                detail=DETAIL_EXPIRED.format(id=approval.id), at=at)
 
 
@@ -199,6 +201,6 @@ def record_outcome(tx: Tx, step: Step, obs: Observation, *, tool: str, terminal:
                   {"detail": obs.summary, "observation": obs.kind, "content_hash": obs.content_hash})
         return None
     if terminal:
-        return finish_run(tx, step.run_id, expect=RUNNING, owner=owner, status=COMPLETED, reason="goal_completed",
+        return finish_run(tx, step.run_id, expect=RUNNING, owner=owner, status=COMPLETED, reason=END_GOAL_COMPLETED,
                           detail="", at=at, result_json=go_json(obs.content))
     return None
