@@ -14,7 +14,11 @@ from typing import Any
 from agentrt_proxy import canonical
 from agentrt_proxy.canonical import durations
 from agentrt_proxy.canonical.clock import WALL
-from agentrt_proxy.gate.attempts import INTERRUPTED_SIDE_EFFECT, interrupted_attempt
+from agentrt_proxy.gate.attempts import (
+    INTERRUPTED_SIDE_EFFECT,
+    KIND_INTERRUPTED,
+    interrupted_attempt,
+)
 from agentrt_proxy.gate.model import expired, fmt, observation_json, observe
 from agentrt_proxy.gate.transitions import expire_approval, finish_run
 from agentrt_proxy.store import (
@@ -168,7 +172,7 @@ def cancel(store: Store, run_id: str, by: str, note: str = "", now_ns: int | Non
         run = tx.run(run_id)
         if run.status in TERMINAL:
             raise RunStateError(ERR_CANNOT_CANCEL.format(run_id=run_id, status=run.status))
-        obs = observe("interrupted", {"by": by, "note": note}, SUMMARY_OPERATOR_CANCEL.format(note=note))
+        obs = observe(KIND_INTERRUPTED, {"by": by, "note": note}, SUMMARY_OPERATOR_CANCEL.format(note=note))
         for step in tx.steps(run_id):
             if step.status in IN_FLIGHT:
                 tx.update_step(step.id, expect=step.status, status=STEP_FAILED,

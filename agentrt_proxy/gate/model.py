@@ -88,12 +88,19 @@ class RunView:
     context: Mapping[str, Any] | None = None
 
 
+# what a takeover's reconciliation found (Reconciliation.action)
+RECONCILE_CONTINUE = "continue"
+RECONCILE_COMPLETED = "completed"  # the call's effect is known done (not a task status)
+RECONCILE_WAITING = "waiting"
+RECONCILE_CONFLICT = "conflict"
+
+
 @dataclass(frozen=True)
 class Reconciliation:
     """What to do with a run taken over mid-call: continue, completed (+result),
     waiting (+decision for step_id), or conflict (+detail)."""
 
-    action: str
+    action: str  # RECONCILE_*
     step_id: str = ""
     decision: PolicyDecision | None = None
     result: Any = None

@@ -139,7 +139,7 @@ def expire_approval(tx: Tx, approval: Approval, now_ns: int) -> None:
     """An approval (pending or granted) expired: nothing executes; the run is cancelled."""
     at = fmt(now_ns)
     if approval.status == APPROVAL_PENDING:
-        ok = tx.update_approval(approval.id, expect=APPROVAL_PENDING, status=EXPIRED, decided_at=at, note="expired")
+        ok = tx.update_approval(approval.id, expect=APPROVAL_PENDING, status=EXPIRED, decided_at=at, note=EXPIRED)
     else:
         ok = tx.update_approval(approval.id, expect=approval.status, status=EXPIRED)
     if not ok:
