@@ -15,7 +15,14 @@ from agentrt_proxy.canonical import Number
 from agentrt_proxy.canonical.currency import currency_code
 from agentrt_proxy.canonical.durations import DurationError, parse_go
 from agentrt_proxy.canonical.quoting import go_quote
-from agentrt_proxy.config.model import OVER_BUDGET_OUTCOMES, TRUSTED, UNTRUSTED, Budget, ServerConfig
+from agentrt_proxy.config.model import (
+    DENY,
+    OVER_BUDGET_OUTCOMES,
+    TRUSTED,
+    UNTRUSTED,
+    Budget,
+    ServerConfig,
+)
 
 Fail = Callable[[str], NoReturn]
 
@@ -102,7 +109,7 @@ def _budget(index: int, entry: Any, names: dict[str, tuple[ServerConfig, str]], 
             if server.rules[remote].currency_field is None:
                 named = f"{where}: names currency {go_quote(currency)}"
                 fail(f"{named}, and tool {go_quote(tool)} declares no currency_field")
-    over = _string(entry.get("over_budget"), f"{where}: over_budget", fail) or "deny"
+    over = _string(entry.get("over_budget"), f"{where}: over_budget", fail) or DENY
     if over not in OVER_BUDGET_OUTCOMES:
         fail(f"{where}: over_budget {go_quote(over)} is not deny or require_approval")
     return Budget(name, tuple(dict.fromkeys(tools)), limit, window, currency, over)

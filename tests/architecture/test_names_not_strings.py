@@ -64,9 +64,8 @@ def _ignored(tree: ast.Module) -> set[int]:
             out |= {id(k) for k in node.keys if k is not None}
         elif isinstance(node, ast.Subscript):
             out.add(id(node.slice))
-        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.args:
-            if node.func.attr in FIELD_METHODS:
-                out.add(id(node.args[0]))
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in FIELD_METHODS:
+            out |= {id(node.args[0])} if node.args else set()
     return out
 
 
@@ -102,9 +101,17 @@ def test_every_allowed_same_spelled_word_is_still_there() -> None:
 
 def test_the_vocabulary_holds_every_kind_of_word() -> None:
     words = vocabulary()
-    for word in (states.WAITING, states.AWAITING, states.APPROVAL_PENDING, states.HOLD_SPENT, states.TASK_WORKING,
-                 states.END_APPROVAL_REJECTED, states.END_LIMIT_STEPS, config_model.REQUIRE_APPROVAL,
-                 config_model.ABORT):
+    for word in (
+        states.WAITING,
+        states.AWAITING,
+        states.APPROVAL_PENDING,
+        states.HOLD_SPENT,
+        states.TASK_WORKING,
+        states.END_APPROVAL_REJECTED,
+        states.END_LIMIT_STEPS,
+        config_model.REQUIRE_APPROVAL,
+        config_model.ABORT,
+    ):
         assert word in words
 
 
@@ -117,5 +124,9 @@ def test_a_literal_status_outside_its_home_is_found() -> None:
 
 def test_the_store_names_the_wire_s_task_statuses() -> None:
     assert (states.TASK_WORKING, states.TASK_COMPLETED, states.TASK_FAILED, states.TASK_CANCELLED) == (
-        tasks_wire.TASK_WORKING, tasks_wire.TASK_COMPLETED, tasks_wire.TASK_FAILED, tasks_wire.TASK_CANCELLED)
+        tasks_wire.TASK_WORKING,
+        tasks_wire.TASK_COMPLETED,
+        tasks_wire.TASK_FAILED,
+        tasks_wire.TASK_CANCELLED,
+    )
     assert set(states.TASK_TERMINAL) == set(tasks_wire.TERMINAL)
