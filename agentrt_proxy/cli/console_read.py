@@ -15,11 +15,7 @@ from agentrt_proxy.cli import operator_views as views
 from agentrt_proxy.cli.late_outcomes import late_outcome_lines
 from agentrt_proxy.cli.watch_feed import waited
 from agentrt_proxy.config import Config
-from agentrt_proxy.gate import (
-    INTERRUPTED_SIDE_EFFECT,
-    KIND_INTERRUPTED,
-    approvals,
-)
+from agentrt_proxy.gate import INTERRUPTED_SIDE_EFFECT, KIND_INTERRUPTED, approvals
 from agentrt_proxy.store import (
     APPROVAL_PENDING,
     CANCELLED,

@@ -23,11 +23,7 @@ from agentrt_proxy.cli import console_read as read
 from agentrt_proxy.cli.console_assets import CSS, JS
 from agentrt_proxy.cli.console_context import Console
 from agentrt_proxy.cli.console_guard import SECURITY_HEADERS
-from agentrt_proxy.store import (
-    APPROVAL_PENDING,
-    NotFound,
-    StoreError,
-)
+from agentrt_proxy.store import APPROVAL_PENDING, NotFound, StoreError
 from agentrt_proxy.text import console_text as T
 from agentrt_proxy.text import escaping, operator_text
 from agentrt_proxy.text.cli_text import program_invocation

@@ -11,11 +11,7 @@ from agentrt_proxy.canonical.encoder import go_json
 from agentrt_proxy.config import READ_ONLY
 from agentrt_proxy.gate.approvals import approval_hash, stored_hash
 from agentrt_proxy.gate.arguments import args_error
-from agentrt_proxy.gate.attempts import (
-    INTERRUPTED_SIDE_EFFECT,
-    KIND_INTERRUPTED,
-    last_interrupted_while_executing,
-)
+from agentrt_proxy.gate.attempts import INTERRUPTED_SIDE_EFFECT, KIND_INTERRUPTED, last_interrupted_while_executing
 from agentrt_proxy.gate.model import (
     DENIED,
     ENDED,

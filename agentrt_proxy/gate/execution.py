@@ -17,11 +17,7 @@ from typing import Any, Protocol
 import anyio
 
 from agentrt_proxy.canonical.clock import Clock
-from agentrt_proxy.gate.attempts import (
-    FAILURE_CANCELLED,
-    KIND_INTERRUPTED,
-    not_sent,
-)
+from agentrt_proxy.gate.attempts import FAILURE_CANCELLED, KIND_INTERRUPTED, not_sent
 from agentrt_proxy.gate.leases import LeaseRenewals
 from agentrt_proxy.gate.model import (
     ENDED,

@@ -14,12 +14,7 @@ from agentrt_proxy.mcp import CallContext
 from agentrt_proxy.proxy.parts import CallSettings
 from agentrt_proxy.proxy.progress import ProgressRelay
 from agentrt_proxy.proxy.rules import past_expiry
-from agentrt_proxy.store import (
-    APPROVAL_PENDING,
-    Approval,
-    Store,
-    StoreError,
-)
+from agentrt_proxy.store import APPROVAL_PENDING, Approval, Store, StoreError
 from agentrt_proxy.text import model_text
 
 PROGRESS_EVERY_SECONDS = 1.0

@@ -17,13 +17,7 @@ from dataclasses import dataclass
 
 from agentrt_proxy.canonical.encoder import Raw
 from agentrt_proxy.store.ids import new_id
-from agentrt_proxy.store.states import (
-    COMPLETED,
-    END_PASSTHROUGH,
-    END_UPSTREAM_ERROR,
-    FAILED,
-    RUNNING,
-)
+from agentrt_proxy.store.states import COMPLETED, END_PASSTHROUGH, END_UPSTREAM_ERROR, FAILED, RUNNING
 from agentrt_proxy.store.store import Store
 
 __all__ = ["PROMPT_GET", "RESOURCE_READ", "SERVER_REQUEST", "PassthroughRead", "record_passthrough"]
