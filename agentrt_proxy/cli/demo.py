@@ -66,8 +66,7 @@ from agentrt_proxy.cli.demo_stage import (
     this_program,
 )
 from agentrt_proxy.cli.flags import UsageError, parse
-from agentrt_proxy.mcp.tasks_wire import TASK_COMPLETED, TASK_WORKING
-from agentrt_proxy.store import WAITING
+from agentrt_proxy.store import TASK_COMPLETED, TASK_WORKING, WAITING
 
 __all__ = ["command", "main"]
 
