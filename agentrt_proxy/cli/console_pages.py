@@ -10,7 +10,16 @@ from collections.abc import Sequence
 from html import escape
 from urllib.parse import quote, urlencode
 
-from agentrt_proxy.cli.console_read import RUN_FILTERS, Card, RunFilter, RunRow
+from agentrt_proxy.cli.console_read import (
+    FILTER_ALL,
+    FILTER_FAILED,
+    FILTER_UNKNOWN,
+    FILTER_WAITING,
+    RUN_FILTERS,
+    Card,
+    RunFilter,
+    RunRow,
+)
 from agentrt_proxy.text import console_text as T
 
 
@@ -187,10 +196,10 @@ def refused_page(reason: str) -> str:
 
 def runs_page(rows: list[RunRow], f: RunFilter, searched: int, total: int, error: str = "") -> str:
     options = {
-        "all": T.RUNS_STATUS_ALL,
-        "waiting": T.RUNS_STATUS_WAITING,
-        "unknown": T.RUNS_STATUS_UNKNOWN,
-        "failed": T.RUNS_STATUS_FAILED,
+        FILTER_ALL: T.RUNS_STATUS_ALL,
+        FILTER_WAITING: T.RUNS_STATUS_WAITING,
+        FILTER_UNKNOWN: T.RUNS_STATUS_UNKNOWN,
+        FILTER_FAILED: T.RUNS_STATUS_FAILED,
     }
     select = "".join(
         f'<option value="{v}"{" selected" if f.status == v else ""}>{esc(options[v])}</option>' for v in RUN_FILTERS

@@ -15,8 +15,19 @@ from agentrt_proxy.cli import operator_views as views
 from agentrt_proxy.cli.late_outcomes import late_outcome_lines
 from agentrt_proxy.cli.watch_feed import waited
 from agentrt_proxy.config import Config
-from agentrt_proxy.gate import INTERRUPTED_SIDE_EFFECT, approvals
-from agentrt_proxy.store import Approval, NotFound, RunSummary, Store, pending_approvals
+from agentrt_proxy.gate import INTERRUPTED_SIDE_EFFECT, KIND_INTERRUPTED, approvals
+from agentrt_proxy.store import (
+    APPROVAL_PENDING,
+    CANCELLED,
+    FAILED,
+    STEP_INTERRUPTED,
+    WAITING,
+    Approval,
+    NotFound,
+    RunSummary,
+    Store,
+    pending_approvals,
+)
 from agentrt_proxy.text import console_text, escaping, operator_text
 from agentrt_proxy.text.cli_text import program_invocation
 from agentrt_proxy.upstream import ManifestError, read_manifest
@@ -27,7 +38,10 @@ PAYEE = re.compile(
     r"(^|_)(to|payee|recipient|beneficiary|account|iban|dest|destination|email|address|user)($|_)", re.IGNORECASE
 )
 DAY = re.compile(r"\d{4}-\d{2}-\d{2}")
-RUN_FILTERS = ("all", "waiting", "unknown", "failed")
+# the console's run filters (a page's ?status=): not statuses of a run or a step
+FILTER_ALL, FILTER_WAITING, FILTER_UNKNOWN = "all", "waiting", "unknown"
+FILTER_FAILED = "failed"  # FAILED or CANCELLED
+RUN_FILTERS = (FILTER_ALL, FILTER_WAITING, FILTER_UNKNOWN, FILTER_FAILED)
 
 
 @dataclass(frozen=True)
@@ -105,7 +119,7 @@ def gone_sentence(approval: Approval) -> str:
 
 @dataclass(frozen=True)
 class RunFilter:
-    status: str = "all"
+    status: str = FILTER_ALL
     tool: str = ""
     day: str = ""
 
@@ -123,18 +137,20 @@ def _step_tools_and_unknown(store: Store, run_id: str) -> tuple[list[str], bool]
         if isinstance(decision, dict) and isinstance(decision.get("tool"), str):
             tools.append(decision["tool"])
         observation = views.loads(step.observation_json)
-        if step.status == "interrupted" or (isinstance(observation, dict) and observation.get("kind") == "interrupted"):
+        if step.status == STEP_INTERRUPTED or (
+            isinstance(observation, dict) and observation.get("kind") == KIND_INTERRUPTED
+        ):
             unknown = True
     return tools, unknown
 
 
 def _matches(s: RunSummary, f: RunFilter, tools: list[str], unknown: bool) -> bool:
     run = s.run
-    if f.status == "waiting" and run.status != views.WAITING:
+    if f.status == FILTER_WAITING and run.status != WAITING:
         return False
-    if f.status == "failed" and run.status not in ("FAILED", "CANCELLED"):
+    if f.status == FILTER_FAILED and run.status not in (FAILED, CANCELLED):
         return False
-    if f.status == "unknown" and not unknown:
+    if f.status == FILTER_UNKNOWN and not unknown:
         return False
     if f.tool and f.tool not in tools:
         return False
@@ -156,7 +172,7 @@ def runs(store: Store, f: RunFilter) -> tuple[list[RunRow], int, int]:
     for s in summaries:
         tools, unknown = _step_tools_and_unknown(store, s.run.id)
         interrupted = s.pending_approval_id and any(
-            a.kind == INTERRUPTED_SIDE_EFFECT and a.status == "pending" for a in store.approvals_of(s.run.id)
+            a.kind == INTERRUPTED_SIDE_EFFECT and a.status == APPROVAL_PENDING for a in store.approvals_of(s.run.id)
         )
         if not _matches(s, f, tools, unknown or bool(interrupted)):
             continue
@@ -181,7 +197,7 @@ def show_lines(store: Store, path: str, run_id: str) -> tuple[list[str], bool]:
     task = store.tasks.of_runs([run_id]).get(run_id)
     lines = views.run_header(run) + task_views.task_lines(task) + views.budget_lines(store.holds.of_run(run_id))
     for a in store.approvals_of(run_id):
-        if a.status == "pending":
+        if a.status == APPROVAL_PENDING:
             reason, known = operator._approval_reason(store, a), late_outcome_lines(store, a)
             lines += ["", *views.approval_block(a, reason, program_invocation(), path, known)]
     lines += ["", *views.steps_table(store.steps_of(run_id)), "", operator_text.OP_EVENTS]

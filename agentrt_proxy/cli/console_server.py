@@ -23,7 +23,7 @@ from agentrt_proxy.cli import console_read as read
 from agentrt_proxy.cli.console_assets import CSS, JS
 from agentrt_proxy.cli.console_context import Console
 from agentrt_proxy.cli.console_guard import SECURITY_HEADERS
-from agentrt_proxy.store import NotFound, StoreError
+from agentrt_proxy.store import APPROVAL_PENDING, NotFound, StoreError
 from agentrt_proxy.text import console_text as T
 from agentrt_proxy.text import escaping, operator_text
 from agentrt_proxy.text.cli_text import program_invocation
@@ -196,8 +196,9 @@ class Handler(BaseHTTPRequestHandler):
                 ),
             )
             return
-        if approval.status != "pending" or approval.hash != shown:
-            detail = (operator_text.OP_CHANGED if approval.status == "pending" else operator_text.OP_ALREADY).format(
+        if approval.status != APPROVAL_PENDING or approval.hash != shown:
+            changed = approval.status == APPROVAL_PENDING
+            detail = (operator_text.OP_CHANGED if changed else operator_text.OP_ALREADY).format(
                 approval=approval.id, status=escaping.clean(approval.status, 40)
             )
             self._send(
@@ -210,12 +211,13 @@ class Handler(BaseHTTPRequestHandler):
         self._send(200, pages.confirm_page(read.card(store, approval), verb, csrf))
 
     def _runs(self, store: Any, query: dict[str, str]) -> None:
-        status = query.get("status", "all")
+        status = query.get("status", read.FILTER_ALL)
         day = query.get("day", "").strip()
         error = ""
         if day and not read.DAY.fullmatch(day):
             error, day = T.BAD_DAY.format(text=escaping.go_quote(escaping.clean(day, 40))), ""
-        f = read.RunFilter(status if status in read.RUN_FILTERS else "all", query.get("tool", "").strip(), day)
+        status = status if status in read.RUN_FILTERS else read.FILTER_ALL
+        f = read.RunFilter(status, query.get("tool", "").strip(), day)
         rows, searched, total = read.runs(store, f)
         self._send(200, pages.runs_page(rows, f, searched, total, error))
 

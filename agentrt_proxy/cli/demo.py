@@ -66,6 +66,7 @@ from agentrt_proxy.cli.demo_stage import (
     this_program,
 )
 from agentrt_proxy.cli.flags import UsageError, parse
+from agentrt_proxy.store import TASK_COMPLETED, TASK_WORKING, WAITING
 
 __all__ = ["command", "main"]
 
@@ -169,7 +170,7 @@ class Demo:
             runs = json.loads(done.stdout)["runs"]
         except (ValueError, KeyError, TypeError) as err:
             raise DemoFailure(f"{what}: `agentrt-proxy runs -json` printed no runs: {one_line(done.stdout)}") from err
-        waiting = [r for r in runs if r.get("status") == "WAITING_FOR_APPROVAL" and r.get("pending_approval_id")]
+        waiting = [r for r in runs if r.get("status") == WAITING and r.get("pending_approval_id")]
         if len(waiting) != 1:
             raise DemoFailure(f"{what}: expected one run waiting for an operator, found {len(waiting)}")
         return waiting[0]["id"], waiting[0]["pending_approval_id"]
@@ -508,7 +509,7 @@ class Demo:
             await host.request("server/discover", {})
             window = {"name": "bank_pay", "arguments": {"to": "window-cleaner", "amount": 20}}
             task = await host.request("tools/call", window)
-            if task.get("resultType") != "task" or task.get("status") != "working":
+            if task.get("resultType") != "task" or task.get("status") != TASK_WORKING:
                 raise DemoFailure(f"{step}: the call should have been answered with a working task: {compact(task)}")
             say("   (past the hold, undecided: a task instead of PENDING_APPROVAL; the host polls it)")
             await host.request("tasks/get", {"taskId": task["taskId"]})
@@ -516,7 +517,7 @@ class Demo:
             self.operator("approve", "the windows", step)
             done = await host.until_terminal(task["taskId"])
             paid = result_text(done)
-            if done.get("status") != "completed" or paid != "paid 20.00 to window-cleaner":
+            if done.get("status") != TASK_COMPLETED or paid != "paid 20.00 to window-cleaner":
                 raise DemoFailure(f"{step}: the task should have completed with the payment: {compact(done)}")
             say(f"   task completed: {paid}   (the model called bank_pay once; the proxy ran it once)")
             self.expect_payments(step, before + 1, " (paid once)")

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from agentrt_proxy.errors import AgentrtError
+from agentrt_proxy.mcp.tasks_wire import TERMINAL
 
 STOP_GRACE_SECONDS = 15
 SEEN_WIDTH = 120
@@ -233,7 +234,7 @@ class LineHost:
         with anyio.move_on_after(ANSWER_SECONDS):
             while True:
                 task = await self.request("tasks/get", {"taskId": task_id}, show=False)
-                if task.get("status") in ("completed", "failed", "cancelled"):
+                if task.get("status") in TERMINAL:
                     return await self.request("tasks/get", {"taskId": task_id})
                 await anyio.sleep(0.2)
         raise DemoFailure(f"{self.step}: the task did not end within {ANSWER_SECONDS} s of the approval")

@@ -28,6 +28,10 @@ from agentrt_proxy.config import ConfigError, check_database_file, load_config
 from agentrt_proxy.errors import AgentrtError
 from agentrt_proxy.gate import approvals
 from agentrt_proxy.store import (
+    APPROVAL_PENDING,
+    APPROVED,
+    EXPIRED,
+    WAITING,
     Approval,
     ApprovalChanged,
     ApprovalExpired,
@@ -225,7 +229,7 @@ def _show(path: str, run_id: str, as_json: bool) -> int:
         run = _read_run(store, run_id)
         steps = store.steps_of(run_id)
         approvals_ = store.approvals_of(run_id)
-        pending = [a for a in approvals_ if a.status == "pending"]
+        pending = [a for a in approvals_ if a.status == APPROVAL_PENDING]
         task = store.tasks.of_runs([run_id]).get(run_id)
         if as_json:
             _emit_json(_show_json(store, run, steps, approvals_, pending, task))
@@ -374,7 +378,7 @@ def _decide(path: str, args: DecideArgs) -> int:
         operator_text.op_decided(decided.id, decided.status, escaping.clean(args.by, 200)),
         operator_text.op_run_after(run.id, run.status, run.reason),
     ]
-    if decided.status == "approved" and run.status == views.WAITING:  # a task's owner runs it; else the model
+    if decided.status == APPROVED and run.status == WAITING:  # a task's owner runs it; else the model
         lines += task_views.after_approval(task) or [operator_text.OP_STAYS_WAITING]
     _emit(lines)
     return 0
@@ -395,7 +399,7 @@ def _select_approval(store: Store, run_id: str, approval_id: str | None) -> Appr
     if approval_id is not None:
         approval = _named_approval(store, run_id, approval_id)
     else:
-        pending = [a for a in store.approvals_of(run_id) if a.status == "pending"]
+        pending = [a for a in store.approvals_of(run_id) if a.status == APPROVAL_PENDING]
         if not pending:
             raise OperatorError(operator_text.OP_NO_PENDING.format(run=run_id))
         if len(pending) > 1:
@@ -405,7 +409,7 @@ def _select_approval(store: Store, run_id: str, approval_id: str | None) -> Appr
                 )
             )
         approval = pending[0]
-    if run.status != views.WAITING:
+    if run.status != WAITING:
         raise OperatorError(
             operator_text.OP_NOT_WAITING.format(run=run_id, status=_status_text(run.status, run.reason))
         )
@@ -423,7 +427,7 @@ def _named_approval(store: Store, run_id: str, approval_id: str) -> Approval:
                 approval=escaping.clean(approval_id, 100), run=escaping.clean(run_id, 100)
             )
         )
-    if approval.status != "pending":
+    if approval.status != APPROVAL_PENDING:
         raise OperatorError(
             operator_text.OP_ALREADY.format(approval=approval.id, status=escaping.clean(approval.status, 40))
         )
@@ -453,7 +457,7 @@ def _decide_shown(store: Store, args: DecideArgs, shown: Approval) -> Approval:
     except ApprovalHashError:
         raise OperatorError(operator_text.OP_HASH_BROKEN.format(approval=shown.id)) from None
     except ApprovalExpired:
-        raise OperatorError(operator_text.OP_ALREADY.format(approval=shown.id, status="expired")) from None
+        raise OperatorError(operator_text.OP_ALREADY.format(approval=shown.id, status=EXPIRED)) from None
     except NotPending:
         status = store.get_approval(shown.id).status
         raise OperatorError(
@@ -467,7 +471,7 @@ def _decide_shown(store: Store, args: DecideArgs, shown: Approval) -> Approval:
 def _raise_decided_meanwhile(store: Store, run_id: str, approval_id: str) -> None:
     """The run left WAITING between the print and the decision: say why, most useful first."""
     approval = store.get_approval(approval_id)
-    if approval.status != "pending":
+    if approval.status != APPROVAL_PENDING:
         raise OperatorError(
             operator_text.OP_ALREADY.format(approval=approval_id, status=escaping.clean(approval.status, 40))
         )

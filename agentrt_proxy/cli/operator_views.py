@@ -18,7 +18,19 @@ from agentrt_proxy import canonical
 from agentrt_proxy.canonical import durations
 from agentrt_proxy.canonical.encoder import Raw, go_json
 from agentrt_proxy.cli import task_views
-from agentrt_proxy.store import HOLD_RESERVED, HOLD_SPENT, Approval, Event, Hold, Run, RunSummary, Step, Store, TaskRow
+from agentrt_proxy.store import (
+    HOLD_RESERVED,
+    HOLD_SPENT,
+    WAITING,
+    Approval,
+    Event,
+    Hold,
+    Run,
+    RunSummary,
+    Step,
+    Store,
+    TaskRow,
+)
 from agentrt_proxy.text import escaping, operator_text
 
 CELL_BYTES = 60
@@ -29,7 +41,6 @@ KEY_BYTES = 200
 MAX_PAGE_TEXT = 65536  # runtime-core §1.12: a JSON column longer than this is shown truncated
 HASH_BYTES = 128
 EVENT_TYPE_WIDTH = 22
-WAITING = "WAITING_FOR_APPROVAL"
 
 
 # --------------------------------------------------------------------------- bounding

@@ -36,7 +36,18 @@ from agentrt_proxy.gate import (
     ToolRequest,
     approval_hash,
 )
-from agentrt_proxy.store import Approval, Event, NotFound, Run, Step, Store, StoreError, StoreUnavailable
+from agentrt_proxy.store import (
+    APPROVAL_PENDING,
+    TERMINAL,
+    Approval,
+    Event,
+    NotFound,
+    Run,
+    Step,
+    Store,
+    StoreError,
+    StoreUnavailable,
+)
 from agentrt_proxy.text import operator_text
 from agentrt_proxy.upstream import ToolSpec
 from agentrt_proxy.upstream.validation import schema_error
@@ -49,7 +60,6 @@ DEFAULT_LIMIT = 50
 PAGE = 128
 MAX_APPROVALS = 1024
 MAX_PAGE_TEXT = 65536
-TERMINAL = ("COMPLETED", "FAILED", "CANCELLED")
 POLICY_ERROR_PREFIX = "policy error: "
 VIEW_COUNTS = (
     "step_count",
@@ -385,11 +395,11 @@ def _as_at(approval: Approval, event: Event, decided: list[tuple[int, Event]]) -
         return replace(approval, status=status) if isinstance(status, str) else approval
     if approval.decided_at and _at_or_before(approval.decided_at, event.at):
         return approval
-    return _pending(approval) if approval.status != "pending" else approval
+    return _pending(approval) if approval.status != APPROVAL_PENDING else approval
 
 
 def _pending(approval: Approval) -> Approval:
-    return replace(approval, status="pending", decided_at="", decided_by="", note="")
+    return replace(approval, status=APPROVAL_PENDING, decided_at="", decided_by="", note="")
 
 
 def _at_or_before(first: str, second: str) -> bool:

@@ -23,11 +23,16 @@ SUMMARY_BYTES = 80
 RECENT = 20
 
 
+# what an inbox change is (InboxChange.kind): not an approval's status
+CHANGE_WAITING = "waiting"
+CHANGE_DECIDED = "decided"
+
+
 @dataclass(frozen=True)
 class InboxChange:
     """One thing the operator is told: an approval now waits, or one was decided."""
 
-    kind: str  # "waiting" or "decided"
+    kind: str  # CHANGE_WAITING or CHANGE_DECIDED
     approval: Approval
 
 
@@ -44,7 +49,7 @@ class Feed:
         if not self.started:
             self.started = True
             self.after_seq = self.store.chain_head()[0]
-            out = [InboxChange("waiting", a) for a in pending_approvals(self.store)]
+            out = [InboxChange(CHANGE_WAITING, a) for a in pending_approvals(self.store)]
             self.seen.update(c.approval.id for c in out)
             return out
         if self.store.chain_head()[0] <= self.after_seq:
@@ -75,8 +80,8 @@ class Feed:
             if approval_id in self.seen:
                 return []
             self.seen.add(approval_id)
-            return [InboxChange("waiting", approval)]
-        return [InboxChange("decided", approval)]
+            return [InboxChange(CHANGE_WAITING, approval)]
+        return [InboxChange(CHANGE_DECIDED, approval)]
 
     def waiting(self) -> list[Approval]:
         return pending_approvals(self.store)
@@ -126,6 +131,6 @@ def change_json(change: InboxChange, database: str) -> dict[str, Any]:
     }
     if a.expires_at:
         out["expires_at"] = a.expires_at
-    if change.kind == "decided":
+    if change.kind == CHANGE_DECIDED:
         out.update({"decided_at": a.decided_at, "decided_by": a.decided_by, "note": a.note})
     return out

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from agentrt_proxy.canonical.encoder import go_json
 from agentrt_proxy.cli import console_beacon
 from agentrt_proxy.cli.flags import UsageError
-from agentrt_proxy.cli.watch_feed import InboxChange, change_json
+from agentrt_proxy.cli.watch_feed import CHANGE_WAITING, InboxChange, change_json
 from agentrt_proxy.text import cli_text, escaping
 
 NOTIFY_SECONDS = 10  # a notifier that hangs is left behind, never waited on past this
@@ -97,7 +97,7 @@ class Outputs:
         if self.as_json:
             sys.stdout.write(go_json(change_json(change, self.database)) + "\n")
             sys.stdout.flush()
-        if change.kind != "waiting":
+        if change.kind != CHANGE_WAITING:
             return
         if self.notifier is not None:
             tool, path = self.notifier

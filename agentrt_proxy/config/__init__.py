@@ -3,9 +3,13 @@
 from agentrt_proxy.config.files import check_database_file, read_owned
 from agentrt_proxy.config.loading import load_config, read_rules
 from agentrt_proxy.config.model import (
+    ABORT,
+    ALLOW,
     DEFAULT_MAX_RESULT_BYTES,
     DEFAULT_POLICY,
+    DENY,
     READ_ONLY,
+    REQUIRE_APPROVAL,
     SIDE_EFFECTS,
     TOOL_NAME_PATTERN,
     TRUSTED,
@@ -18,9 +22,13 @@ from agentrt_proxy.config.model import (
 from agentrt_proxy.config.reach import check_reach
 
 __all__ = [
+    "ABORT",
+    "ALLOW",
     "DEFAULT_MAX_RESULT_BYTES",
     "DEFAULT_POLICY",
+    "DENY",
     "READ_ONLY",
+    "REQUIRE_APPROVAL",
     "SIDE_EFFECTS",
     "TOOL_NAME_PATTERN",
     "TRUSTED",

@@ -16,7 +16,7 @@ from agentrt_proxy.canonical.currency import currency_code
 from agentrt_proxy.canonical.durations import DurationError, parse_go
 from agentrt_proxy.canonical.quoting import go_quote
 from agentrt_proxy.config import messages as T
-from agentrt_proxy.config.model import OVER_BUDGET_OUTCOMES, TRUSTED, UNTRUSTED, Budget, ServerConfig
+from agentrt_proxy.config.model import DENY, OVER_BUDGET_OUTCOMES, TRUSTED, UNTRUSTED, Budget, ServerConfig
 
 Fail = Callable[[str], NoReturn]
 
@@ -104,7 +104,7 @@ def _budget(index: int, entry: Any, names: dict[str, tuple[ServerConfig, str]], 
                 fail(
                     T.BUDGET_TOOL_NO_CURRENCY.format(where=where, q_currency=go_quote(currency), q_tool=go_quote(tool))
                 )
-    over = _string(entry.get("over_budget"), T.BUDGET_FIELD.format(where=where, field="over_budget"), fail) or "deny"
+    over = _string(entry.get("over_budget"), T.BUDGET_FIELD.format(where=where, field="over_budget"), fail) or DENY
     if over not in OVER_BUDGET_OUTCOMES:
         fail(T.BUDGET_OVER.format(where=where, q_value=go_quote(over)))
     return Budget(name, tuple(dict.fromkeys(tools)), limit, window, currency, over)

@@ -45,6 +45,7 @@ from agentrt_proxy.config.model import (
     MIN_MAX_RESULT_BYTES,
     MIN_TASK_TTL,
     OUTCOMES,
+    REQUIRE_APPROVAL,
     SESSION_PATTERN,
     SIDE_EFFECTS,
     TASK_TTL_AFTER_APPROVAL,
@@ -559,7 +560,7 @@ def _rule(server: str, tool: str, value: Any, errors: _Errors) -> Rule:
         amount_field=amount_field,
         currency_field=currency_field,
         requires_clean_context=requires_clean_context,
-        clean_context=clean_context or "require_approval",
+        clean_context=clean_context or REQUIRE_APPROVAL,
     )
 
 

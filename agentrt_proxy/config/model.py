@@ -20,13 +20,19 @@ from agentrt_proxy.errors import ConfigurationError
 # The side-effect classes, in order of what a call can do; READ_ONLY is the one that changes nothing.
 READ_ONLY = "read_only"
 SIDE_EFFECTS = (READ_ONLY, "local_mutation", "remote_mutation", "destructive")
-OUTCOMES = ("allow", "require_approval", "deny")
+# A policy's outcomes (runtime-core §2.3): what a rule may name, and ABORT, which only the runtime's
+# own policies answer (a configuration may not name it). The gate re-exports them.
+ALLOW = "allow"
+REQUIRE_APPROVAL = "require_approval"
+DENY = "deny"
+ABORT = "abort"
+OUTCOMES = (ALLOW, REQUIRE_APPROVAL, DENY)
 FORWARDABLE = ("elicitation", "sampling")  # what a server's "forward" may name
 DEFAULT_POLICY: dict[str, str] = {
-    READ_ONLY: "allow",
-    "local_mutation": "allow",
-    "remote_mutation": "require_approval",
-    "destructive": "deny",
+    READ_ONLY: ALLOW,
+    "local_mutation": ALLOW,
+    "remote_mutation": REQUIRE_APPROVAL,
+    "destructive": DENY,
 }
 DEFAULT_HOLD = 15 * SECOND
 DEFAULT_REPEAT_WINDOW = 10 * MINUTE
@@ -87,13 +93,13 @@ class Rule:
     # After this process returned a result from an untrusted server, this tool needs an
     # approval ("require_approval") or is refused ("deny").
     requires_clean_context: bool = False
-    clean_context: str = "require_approval"
+    clean_context: str = REQUIRE_APPROVAL
 
 
 TRUSTED = "trusted"
 UNTRUSTED = "untrusted"
-CLEAN_CONTEXT_OUTCOMES = ("require_approval", "deny")
-OVER_BUDGET_OUTCOMES = ("deny", "require_approval")
+CLEAN_CONTEXT_OUTCOMES = (REQUIRE_APPROVAL, DENY)
+OVER_BUDGET_OUTCOMES = (DENY, REQUIRE_APPROVAL)
 
 
 @dataclass(frozen=True)
@@ -106,7 +112,7 @@ class Budget:
     limit: Decimal
     window: int | None = None
     currency: str | None = None
-    over_budget: str = "deny"
+    over_budget: str = DENY
 
     def identity(self) -> dict[str, Any]:
         entry: dict[str, Any] = {"name": self.name, "tools": list(self.tools), "limit": format(self.limit, "f")}
@@ -114,7 +120,7 @@ class Budget:
             entry["window_ns"] = str(self.window)
         if self.currency is not None:
             entry["currency"] = self.currency
-        if self.over_budget != "deny":
+        if self.over_budget != DENY:
             entry["over_budget"] = self.over_budget
         return entry
 

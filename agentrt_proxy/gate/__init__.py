@@ -12,6 +12,7 @@ from agentrt_proxy.gate.approvals import (
 )
 from agentrt_proxy.gate.attempts import (
     INTERRUPTED_SIDE_EFFECT,
+    KIND_INTERRUPTED,
     Attempt,
     LastAttempt,
 )
@@ -51,6 +52,7 @@ __all__ = [
     "DENY",
     "ENDED",
     "INTERRUPTED_SIDE_EFFECT",
+    "KIND_INTERRUPTED",
     "LATE_OUTCOME_EVENT",
     "OUTCOME_KNOWN",
     "OUTCOME_NONE",

@@ -14,13 +14,15 @@ from typing import Any
 from agentrt_proxy import canonical
 from agentrt_proxy.canonical import durations
 from agentrt_proxy.canonical.clock import WALL
-from agentrt_proxy.gate.attempts import INTERRUPTED_SIDE_EFFECT, interrupted_attempt
+from agentrt_proxy.gate.attempts import INTERRUPTED_SIDE_EFFECT, KIND_INTERRUPTED, interrupted_attempt
 from agentrt_proxy.gate.model import expired, fmt, observation_json, observe
 from agentrt_proxy.gate.transitions import expire_approval, finish_run
 from agentrt_proxy.store import (
     APPROVAL_PENDING,
     APPROVED,
     CANCELLED,
+    END_APPROVAL_REJECTED,
+    END_OPERATOR_CANCELLED,
     EXPIRED,
     HOLD_SPENT,
     IN_FLIGHT,
@@ -125,7 +127,7 @@ def _reject_run(tx: Tx, a: Approval, note: str, at: str) -> None:
     obs = observe("policy_denied", {"approval_id": a.id, "note": note}, SUMMARY_REJECTED.format(note=note))
     tx.update_step(a.step_id, expect=IN_FLIGHT, status=STEP_FAILED, observation_json=observation_json(obs),
                    observation_hash=obs.content_hash, finished_at=at)
-    finish_run(tx, a.run_id, expect=WAITING, status=CANCELLED, reason="approval_rejected", detail=note, at=at)
+    finish_run(tx, a.run_id, expect=WAITING, status=CANCELLED, reason=END_APPROVAL_REJECTED, detail=note, at=at)
     settle_rejected(tx, a, at)
 
 
@@ -166,11 +168,11 @@ def cancel(store: Store, run_id: str, by: str, note: str = "", now_ns: int | Non
         run = tx.run(run_id)
         if run.status in TERMINAL:
             raise RunStateError(ERR_CANNOT_CANCEL.format(run_id=run_id, status=run.status))
-        obs = observe("interrupted", {"by": by, "note": note}, SUMMARY_OPERATOR_CANCEL.format(note=note))
+        obs = observe(KIND_INTERRUPTED, {"by": by, "note": note}, SUMMARY_OPERATOR_CANCEL.format(note=note))
         for step in tx.steps(run_id):
             if step.status in IN_FLIGHT:
                 tx.update_step(step.id, expect=step.status, status=STEP_FAILED,
                                observation_json=observation_json(obs), observation_hash=obs.content_hash,
                                finished_at=at)
-        finish_run(tx, run_id, expect=run.status, status=CANCELLED, reason="operator_cancelled", detail=note,
+        finish_run(tx, run_id, expect=run.status, status=CANCELLED, reason=END_OPERATOR_CANCELLED, detail=note,
                    at=at, by=by)

@@ -11,12 +11,15 @@ from agentrt_proxy.canonical.encoder import go_json
 from agentrt_proxy.config import READ_ONLY
 from agentrt_proxy.gate.approvals import approval_hash, stored_hash
 from agentrt_proxy.gate.arguments import args_error
-from agentrt_proxy.gate.attempts import INTERRUPTED_SIDE_EFFECT, last_interrupted_while_executing
+from agentrt_proxy.gate.attempts import INTERRUPTED_SIDE_EFFECT, KIND_INTERRUPTED, last_interrupted_while_executing
 from agentrt_proxy.gate.model import (
     DENIED,
     ENDED,
     OPEN,
     PENDING,
+    RECONCILE_COMPLETED,
+    RECONCILE_CONTINUE,
+    RECONCILE_WAITING,
     REQUIRE_APPROVAL,
     Limits,
     Policy,
@@ -40,6 +43,8 @@ from agentrt_proxy.store import (
     AWAITING,
     COMPLETED,
     DECIDING,
+    END_GOAL_COMPLETED,
+    END_RECONCILE_CONFLICT,
     EXECUTING,
     FAILED,
     RESUMABLE,
@@ -240,7 +245,7 @@ def _mark_interrupted(tx: Tx, run_id: str, at: str) -> None:
         if step.status not in (DECIDING, EXECUTING):
             continue
         content = {"previous_status": step.status}
-        obs = observe("interrupted", content, SUMMARY_INTERRUPTED.format(status=step.status))
+        obs = observe(KIND_INTERRUPTED, content, SUMMARY_INTERRUPTED.format(status=step.status))
         tx.update_step(step.id, expect=step.status, status=STEP_INTERRUPTED, observation_json=observation_json(obs),
                        observation_hash=obs.content_hash, finished_at=at)
         tx.append(run_id, step.id, at, "step.interrupted", content)
@@ -251,17 +256,17 @@ def _reconcile(gate: AttachGate[S], session: S, now_ns: int) -> tuple[S | None, 
     steps = gate.store.steps_of(session.run_id)
     rec = gate.reconcile(run, steps) if gate.reconcile is not None else _default_reconcile(gate, steps)
     at = fmt(now_ns)
-    if rec.action == "continue":
+    if rec.action == RECONCILE_CONTINUE:
         with gate.store.write() as tx:
             tx.append(run.id, "", at, "run.resumed", {"after": "interruption"})
         return session, Verdict(OPEN)
-    if rec.action == "completed":
+    if rec.action == RECONCILE_COMPLETED:
         with gate.store.write() as tx:
-            finish_run(tx, run.id, expect=RUNNING, owner=gate.owner, status=COMPLETED, reason="goal_completed",
+            finish_run(tx, run.id, expect=RUNNING, owner=gate.owner, status=COMPLETED, reason=END_GOAL_COMPLETED,
                        detail=rec.detail, at=at, result_json=go_json(rec.result) if rec.result is not None else None)
         session.end()
         return None, Verdict(ENDED, run=gate.store.get_run(run.id))
-    if rec.action == "waiting" and rec.decision is not None:
+    if rec.action == RECONCILE_WAITING and rec.decision is not None:
         return _pause_interrupted(gate, session, rec, steps, now_ns)
     detail = rec.detail or DETAIL_UNKNOWN_RECONCILIATION.format(action=repr(rec.action))
     return None, _conflict(gate, session, detail, steps, rec, at)
@@ -271,16 +276,16 @@ def _default_reconcile(gate: AttachGate[S], steps: list[Step]) -> Reconciliation
     """Without a hook: a non-read-only tool cut off while executing waits for an operator."""
     step = last_interrupted_while_executing(steps)
     if step is None:
-        return Reconciliation("continue")
+        return Reconciliation(RECONCILE_CONTINUE)
     decision = canonical.parse_strict(step.decision_json or "{}")
     spec = gate.spec(decision.get("tool", ""))
     if spec is not None and spec.side_effect == READ_ONLY:
-        return Reconciliation("continue")
+        return Reconciliation(RECONCILE_CONTINUE)
     args = decision.get("args", {})
     cap = {"args": args, "tool": decision.get("tool", "")}
     pd = PolicyDecision(REQUIRE_APPROVAL, REASON_INTERRUPTED, INTERRUPTED_SIDE_EFFECT,
                         cap, {**cap, "side_effect": spec.side_effect if spec else ""})
-    return Reconciliation("waiting", step.id, pd)
+    return Reconciliation(RECONCILE_WAITING, step.id, pd)
 
 
 def _pause_interrupted(gate: AttachGate[S], session: S, rec: Reconciliation, steps: list[Step],
@@ -313,7 +318,7 @@ def _conflict(gate: AttachGate[S], session: S, detail: str, steps: list[Step], r
     step = next((s for s in steps if s.id == rec.step_id), None)
     n = step.idx if step is not None else 0
     with gate.store.write() as tx:
-        finish_run(tx, session.run_id, expect=RUNNING, owner=gate.owner, status=FAILED, reason="reconcile_conflict",
+        finish_run(tx, session.run_id, expect=RUNNING, owner=gate.owner, status=FAILED, reason=END_RECONCILE_CONFLICT,
                    detail=DETAIL_CONFLICT.format(n=n, detail=detail), at=at)
     session.end()
     return Verdict(ENDED, run=gate.store.get_run(session.run_id))

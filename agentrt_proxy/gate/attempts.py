@@ -33,6 +33,8 @@ INTERRUPTED_SIDE_EFFECT = "interrupted_side_effect"
 Ended = str  # "cut_off", "timed_out", "refused" or "no_answer"
 NOT_SENT = "not_sent"  # the failure recorded for a request that never reached its server (model.py)
 HTTP_STATUS = "http_status"  # the server refused the request with an HTTP error status (model.py)
+FAILURE_CANCELLED = "cancelled"  # the failure of a call cancelled here (not an MCP task status)
+KIND_INTERRUPTED = "interrupted"  # the kind of an observation whose step was cut off (not a step status)
 
 
 @dataclass(frozen=True)
@@ -136,7 +138,7 @@ def not_sent(obs: dict[str, Any]) -> bool:
 
 # The failures whose recorded text is the proxy's own, never a server's: nothing reached it, the
 # call's time ran out, or the call was cancelled here.
-_OWN_TEXT_FAILURES = (NOT_SENT, "timeout", "cancelled")
+_OWN_TEXT_FAILURES = (NOT_SENT, "timeout", FAILURE_CANCELLED)
 
 
 def carries_server_text(obs: dict[str, Any]) -> bool:
@@ -197,11 +199,13 @@ def last_attempt(
             continue
         obs = observation(step)
         kind = obs.get("kind")
-        if step.status == STEP_INTERRUPTED or kind == "interrupted":
+        if step.status == STEP_INTERRUPTED or kind == KIND_INTERRUPTED:
             content = obs.get("content")
             if not isinstance(content, dict):
                 content = {}
-            cut_while_executing = content.get("previous_status") == EXECUTING or content.get("failure") == "cancelled"
+            cut_while_executing = (
+                content.get("previous_status") == EXECUTING or content.get("failure") == FAILURE_CANCELLED
+            )
             if cut_while_executing:
                 return LastAttempt(OUTCOME_UNKNOWN, Attempt(run_id, step.id, step.started_at, "cut_off"), step)
             continue  # cut off before its tool started, or cancelled by an operator: nothing ran

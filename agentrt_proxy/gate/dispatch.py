@@ -29,7 +29,18 @@ from agentrt_proxy.gate.model import (
 )
 from agentrt_proxy.gate.proposal import Proposal
 from agentrt_proxy.gate.transitions import fail_step, finish_run, pause, record_policy_row
-from agentrt_proxy.store import AWAITING, DECIDING, FAILED, RUNNING, WAITING, Step, Store, Tx
+from agentrt_proxy.store import (
+    AWAITING,
+    DECIDING,
+    END_INTERNAL_ERROR,
+    END_POLICY_ABORT,
+    FAILED,
+    RUNNING,
+    WAITING,
+    Step,
+    Store,
+    Tx,
+)
 from agentrt_proxy.text.record_text import (
     DETAIL_POLICY_ERROR,
     DETAIL_POLICY_RUN,
@@ -153,7 +164,7 @@ def _refuse(session: DispatchSession, step: Step, prop: Proposal, on_resume: boo
                 expect=RUNNING,
                 owner=gate.owner,
                 status=FAILED,
-                reason="policy_abort",
+                reason=END_POLICY_ABORT,
                 detail=pd.reason,
                 at=at,
             )
@@ -175,7 +186,7 @@ def end_on_policy_error(session: DispatchSession, step: Step, error: str, now: s
             session.run_id,
             expect=(RUNNING, WAITING),
             status=FAILED,
-            reason="internal_error",
+            reason=END_INTERNAL_ERROR,
             detail=DETAIL_POLICY_RUN.format(error=error),
             at=now,
         )

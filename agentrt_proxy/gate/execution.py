@@ -17,7 +17,7 @@ from typing import Any, Protocol
 import anyio
 
 from agentrt_proxy.canonical.clock import Clock
-from agentrt_proxy.gate.attempts import not_sent
+from agentrt_proxy.gate.attempts import FAILURE_CANCELLED, KIND_INTERRUPTED, not_sent
 from agentrt_proxy.gate.leases import LeaseRenewals
 from agentrt_proxy.gate.model import (
     ENDED,
@@ -191,8 +191,8 @@ class Execution:
         try:
             outcome = await self._call_with_heartbeat(call_tool)
         except anyio.get_cancelled_exc_class():
-            obs = observe("interrupted", {"tool": name, "error": "cancelled", "failure": "cancelled"},
-                          SUMMARY_CANCELLED.format(tool=name, error="cancelled"))
+            obs = observe(KIND_INTERRUPTED, {"tool": name, "error": FAILURE_CANCELLED, "failure": FAILURE_CANCELLED},
+                          SUMMARY_CANCELLED.format(tool=name, error=FAILURE_CANCELLED))
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(self.record, obs, _ms(started), on_recorded)
             raise

@@ -10,7 +10,16 @@ from agentrt_proxy import canonical
 from agentrt_proxy.gate import attempts
 from agentrt_proxy.gate.model import Limits
 from agentrt_proxy.gate.transitions import finish_run
-from agentrt_proxy.store import FAILED, RUNNING, Run, Step, Tx
+from agentrt_proxy.store import (
+    END_LIMIT_STEPS,
+    END_LOOP_DETECTED,
+    END_REPEATED_TOOL_FAILURES,
+    FAILED,
+    RUNNING,
+    Run,
+    Step,
+    Tx,
+)
 from agentrt_proxy.text.record_text import DETAIL_FAILURES, DETAIL_LOOP, DETAIL_STEP_LIMIT
 
 
@@ -18,9 +27,9 @@ def limit_reached(tx: Tx, run: Run, steps: list[Step], limits: Limits, *, owner:
     """Whether a limit ends ``run`` now; if one does, its events and the run's end are written."""
     found: tuple[str, str] | None = None
     if run.step_count >= limits.max_steps:
-        found = ("limit_steps", DETAIL_STEP_LIMIT.format(n=limits.max_steps))
+        found = (END_LIMIT_STEPS, DETAIL_STEP_LIMIT.format(n=limits.max_steps))
     elif trailing_failures(steps) >= limits.max_consecutive_tool_failures:
-        found = ("repeated_tool_failures", DETAIL_FAILURES.format(n=trailing_failures(steps)))
+        found = (END_REPEATED_TOOL_FAILURES, DETAIL_FAILURES.format(n=trailing_failures(steps)))
     if found is not None:
         tx.append(run.id, "", at, "limit.exceeded", {"reason": found[0], "detail": found[1]})
         finish_run(tx, run.id, expect=RUNNING, owner=owner, status=FAILED, reason=found[0], detail=found[1], at=at)
@@ -28,7 +37,7 @@ def limit_reached(tx: Tx, run: Run, steps: list[Step], limits: Limits, *, owner:
     repeated = loop(steps, limits.loop_threshold)
     if repeated is not None:
         tx.append(run.id, "", at, "loop.detected", repeated)
-        finish_run(tx, run.id, expect=RUNNING, owner=owner, status=FAILED, reason="loop_detected",
+        finish_run(tx, run.id, expect=RUNNING, owner=owner, status=FAILED, reason=END_LOOP_DETECTED,
                    detail=DETAIL_LOOP.format(tool=repeated["tool"], n=repeated["repeats"]), at=at)
         return True
     return False

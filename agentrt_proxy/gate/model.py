@@ -14,6 +14,10 @@ from typing import Any, Protocol
 from agentrt_proxy import canonical
 from agentrt_proxy.canonical import durations
 from agentrt_proxy.canonical.encoder import Raw, go_json
+from agentrt_proxy.config import ABORT as ABORT
+from agentrt_proxy.config import ALLOW as ALLOW
+from agentrt_proxy.config import DENY as DENY
+from agentrt_proxy.config import REQUIRE_APPROVAL as REQUIRE_APPROVAL
 from agentrt_proxy.gate import attempts
 from agentrt_proxy.mcp import outcomes
 from agentrt_proxy.store import Approval, Run, Step
@@ -31,12 +35,8 @@ from agentrt_proxy.text.record_text import (
 )
 from agentrt_proxy.upstream import ToolSpec
 
-# the policy's outcomes (runtime-core §2.3; the configuration checks a rule's against its own list)
-ALLOW = "allow"
-REQUIRE_APPROVAL = "require_approval"
-DENY = "deny"
-ABORT = "abort"
-
+# The policy's outcomes (ABORT ... REQUIRE_APPROVAL, runtime-core §2.3) are the configuration's
+# (config/model), imported above with an alias so that the gate's users import them from here.
 
 # ----------------------------------------------------------------- what a policy is handed and answers
 
@@ -88,12 +88,19 @@ class RunView:
     context: Mapping[str, Any] | None = None
 
 
+# what a takeover's reconciliation found (Reconciliation.action)
+RECONCILE_CONTINUE = "continue"
+RECONCILE_COMPLETED = "completed"  # the call's effect is known done (not a task status)
+RECONCILE_WAITING = "waiting"
+RECONCILE_CONFLICT = "conflict"
+
+
 @dataclass(frozen=True)
 class Reconciliation:
     """What to do with a run taken over mid-call: continue, completed (+result),
     waiting (+decision for step_id), or conflict (+detail)."""
 
-    action: str
+    action: str  # RECONCILE_*
     step_id: str = ""
     decision: PolicyDecision | None = None
     result: Any = None

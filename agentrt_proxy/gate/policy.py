@@ -21,6 +21,8 @@ from agentrt_proxy.gate.guards import Guards, Ruling
 from agentrt_proxy.gate.model import (
     ALLOW,
     DENY,
+    RECONCILE_CONTINUE,
+    RECONCILE_WAITING,
     REQUIRE_APPROVAL,
     OfferedTool,
     PolicyDecision,
@@ -219,16 +221,17 @@ class ProxyPolicy:
         executing waits for an operator; anything else continues (the proxy then ends it)."""
         step = last_interrupted_while_executing(steps)
         if step is None:
-            return Reconciliation("continue")
+            return Reconciliation(RECONCILE_CONTINUE)
         decision = _parse_or(step.decision_json, {})
         name = decision.get("tool", "") if isinstance(decision, dict) else ""
         tool = self.tools.get(name) if isinstance(name, str) else None
         if tool is None:
             bare = PolicyDecision(REQUIRE_APPROVAL, REASON_INTERRUPTED, INTERRUPTED_SIDE_EFFECT)
-            return Reconciliation("waiting", step.id, bare, detail=DETAIL_TOOL_GONE)
+            return Reconciliation(RECONCILE_WAITING, step.id, bare, detail=DETAIL_TOOL_GONE)
         if tool.side_effect == READ_ONLY:
-            return Reconciliation("continue")
+            return Reconciliation(RECONCILE_CONTINUE)
         args = decision.get("args", {}) if isinstance(decision, dict) else {}
         attempt = Attempt(run.id, step.id, step.started_at, "cut_off")
-        return Reconciliation("waiting", step.id, self.interruption(tool, args if args is not None else {}, attempt))
+        interruption = self.interruption(tool, args if args is not None else {}, attempt)
+        return Reconciliation(RECONCILE_WAITING, step.id, interruption)
 

@@ -39,6 +39,8 @@ from agentrt_proxy.store import (
     COMPLETED,
     DECIDING,
     DONE,
+    END_GOAL_COMPLETED,
+    END_GOAL_FAILED,
     FAILED,
     RUNNING,
     Approval,
@@ -240,7 +242,7 @@ class Session:
             tx.update_step(step.id, expect=DECIDING, status=DONE, finished_at=now)
             finish_run(tx, self.run_id, expect=RUNNING, owner=self.gate.owner,
                        status=COMPLETED if complete else FAILED,
-                       reason="goal_completed" if complete else "goal_failed",
+                       reason=END_GOAL_COMPLETED if complete else END_GOAL_FAILED,
                        detail=decision.reason if complete else decision.message, at=now,
                        result_json=go_json(result) if complete and result is not None else None)
         self.end()

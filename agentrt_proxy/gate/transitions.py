@@ -20,6 +20,8 @@ from agentrt_proxy.store import (
     CANCELLED,
     COMPLETED,
     DONE,
+    END_APPROVAL_EXPIRED,
+    END_GOAL_COMPLETED,
     EXECUTING,
     EXPIRED,
     MSG_RUN_STATE,
@@ -137,13 +139,13 @@ def expire_approval(tx: Tx, approval: Approval, now_ns: int) -> None:
     """An approval (pending or granted) expired: nothing executes; the run is cancelled."""
     at = fmt(now_ns)
     if approval.status == APPROVAL_PENDING:
-        ok = tx.update_approval(approval.id, expect=APPROVAL_PENDING, status=EXPIRED, decided_at=at, note="expired")
+        ok = tx.update_approval(approval.id, expect=APPROVAL_PENDING, status=EXPIRED, decided_at=at, note=EXPIRED)
     else:
         ok = tx.update_approval(approval.id, expect=approval.status, status=EXPIRED)
     if not ok:
         raise NotPending(ERR_DECIDED_MEANWHILE.format(id=approval.id))
     tx.append(approval.run_id, "", at, "approval.decided", {"approval_id": approval.id, "status": EXPIRED})
-    finish_run(tx, approval.run_id, expect=WAITING, status=CANCELLED, reason="approval_expired",
+    finish_run(tx, approval.run_id, expect=WAITING, status=CANCELLED, reason=END_APPROVAL_EXPIRED,
                detail=DETAIL_EXPIRED.format(id=approval.id), at=at)
 
 
@@ -199,6 +201,6 @@ def record_outcome(tx: Tx, step: Step, obs: Observation, *, tool: str, terminal:
                   {"detail": obs.summary, "observation": obs.kind, "content_hash": obs.content_hash})
         return None
     if terminal:
-        return finish_run(tx, step.run_id, expect=RUNNING, owner=owner, status=COMPLETED, reason="goal_completed",
+        return finish_run(tx, step.run_id, expect=RUNNING, owner=owner, status=COMPLETED, reason=END_GOAL_COMPLETED,
                           detail="", at=at, result_json=go_json(obs.content))
     return None

@@ -34,7 +34,12 @@ STATUS_NOTIFICATION_2025 = "notifications/tasks/status"
 STATUS_NOTIFICATION_EXTENSION = "notifications/tasks"
 LISTEN_METHOD = "subscriptions/listen"
 LISTEN_ACKNOWLEDGED = "notifications/subscriptions/acknowledged"
-TERMINAL = frozenset({"completed", "failed", "cancelled"})
+# a task's status (the MCP schema's TaskStatus); the proxy never sets input_required
+TASK_WORKING = "working"
+TASK_COMPLETED = "completed"
+TASK_FAILED = "failed"
+TASK_CANCELLED = "cancelled"
+TERMINAL = frozenset({TASK_COMPLETED, TASK_FAILED, TASK_CANCELLED})
 CAPABILITIES_2025: Mapping[str, Any] = {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}
 TASK_SUPPORT = {"taskSupport": "optional"}  # every offered tool: a plain call or a task, the host's choice
 
@@ -118,9 +123,9 @@ def task_extension(state: TaskState, *, detailed: bool = True) -> dict[str, Any]
     if state.status not in TERMINAL:
         task["pollIntervalMs"] = state.poll_ms
     if detailed and state.result:
-        if state.status == "completed":
+        if state.status == TASK_COMPLETED:
             task["result"] = complete_result(state.result)
-        elif state.status == "failed":
+        elif state.status == TASK_FAILED:
             task["error"] = Raw(state.result)
     return task
 

@@ -14,7 +14,7 @@ from agentrt_proxy.mcp import CallContext
 from agentrt_proxy.proxy.parts import CallSettings
 from agentrt_proxy.proxy.progress import ProgressRelay
 from agentrt_proxy.proxy.rules import past_expiry
-from agentrt_proxy.store import Approval, Store, StoreError
+from agentrt_proxy.store import APPROVAL_PENDING, Approval, Store, StoreError
 from agentrt_proxy.text import model_text
 
 PROGRESS_EVERY_SECONDS = 1.0
@@ -51,7 +51,7 @@ class CallHold:
                 current = await anyio.to_thread.run_sync(self.store.get_approval, approval.id)
             except StoreError:
                 return False
-            if current.status != "pending" or past_expiry(current, self.clock.now_ns()):
+            if current.status != APPROVAL_PENDING or past_expiry(current, self.clock.now_ns()):
                 return True
 
 

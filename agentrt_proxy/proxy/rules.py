@@ -65,13 +65,18 @@ from agentrt_proxy.proxy.view import (
     ReadRun,
     ReadSteps,
 )
-from agentrt_proxy.store import Approval, ProxyCall, Run, Step
+from agentrt_proxy.store import (
+    APPROVAL_PENDING,
+    APPROVED,
+    END_APPROVAL_EXPIRED,
+    END_APPROVAL_REJECTED,
+    END_OPERATOR_CANCELLED,
+    Approval,
+    ProxyCall,
+    Run,
+    Step,
+)
 from agentrt_proxy.text import model_text
-
-# Why the gate ended a run (the run's reason), as the gate and an operator's decisions record it.
-REASON_REJECTED = "approval_rejected"
-REASON_EXPIRED = "approval_expired"
-REASON_CANCELLED = "operator_cancelled"
 
 # ------------------------------------------------------------------------------ the facts
 
@@ -138,9 +143,9 @@ def past_expiry(approval: Approval, now: int) -> bool:
 
 def live(approval: Approval, now: int, grant_ttl: int) -> bool:
     """A pending approval not past its expiry, or a grant not too old to be collected."""
-    if approval.status == "pending":
+    if approval.status == APPROVAL_PENDING:
         return not past_expiry(approval, now)
-    if approval.status == "approved":
+    if approval.status == APPROVED:
         return grant_ttl == 0 or now <= parse_time(approval.decided_at) + grant_ttl
     return False
 
@@ -286,11 +291,11 @@ class _Rules:
         approval = attempts.latest_approval(self.approvals(run.id))  # rule 1
         if approval is None:
             return InProgress()
-        if approval.status == "pending":
+        if approval.status == APPROVAL_PENDING:
             if not past_expiry(approval, self.call.now):
                 return AwaitApproval(approval)
             return Expire(run.id, of_this_request=True)  # it ends the run; then rule 4 answers EXPIRED
-        if approval.status == "approved":
+        if approval.status == APPROVED:
             return Collect(run.id, approval)
         return InProgress()
 
@@ -314,14 +319,14 @@ class _Rules:
                 continue
             until = format_time_seconds(finished + window)
             latest = attempts.latest_approval(approvals)
-            if run.reason == REASON_REJECTED and latest is not None:
+            if run.reason == END_APPROVAL_REJECTED and latest is not None:
                 return Refuse(model_text.rejected(latest.id, latest.note, until))
-            if run.reason == REASON_EXPIRED:
+            if run.reason == END_APPROVAL_EXPIRED:
                 if last.unknown:
                     return None  # rule 6 asks again
                 if latest is not None:
                     return Refuse(model_text.expired(latest.id, until))
-            if run.reason == REASON_CANCELLED:
+            if run.reason == END_OPERATOR_CANCELLED:
                 return Refuse(model_text.cancelled(run.reason_detail, until))
             if not self.tool.read_only:
                 if last.unknown:
@@ -381,7 +386,7 @@ class _Rules:
                     if is_live:
                         return Blocked(model_text.blocked_unknown(self.tool.name, approval.id))
                     return Expire(run.id, of_this_request=False)  # an expiry resolves nothing: asked again below
-                if is_live and approval.status == "pending":
+                if is_live and approval.status == APPROVAL_PENDING:
                     waiting += 1
             elif same_tool and not lease_live(run, self.call.wall_now):
                 return TakeOver(run.id, of_this_request=False)
@@ -403,7 +408,7 @@ class _Rules:
             self.settle(row, last)
             if not last.unknown or last.attempt is None:
                 continue
-            if run.reason in (REASON_REJECTED, REASON_CANCELLED):
+            if run.reason in (END_APPROVAL_REJECTED, END_OPERATOR_CANCELLED):
                 continue  # an operator resolved it
             return AskUnknown(row.request_key, recorded_args(self.steps(run.id)), last.attempt)
         return None

@@ -17,8 +17,23 @@ from agentrt_proxy.canonical.durations import HOUR, SECOND, format_go, parse_tim
 from agentrt_proxy.config import READ_ONLY
 from agentrt_proxy.errors import InvalidValue
 from agentrt_proxy.gate import INTERRUPTED_SIDE_EFFECT, WAITING, attempts
-from agentrt_proxy.proxy.rules import REASON_CANCELLED, REASON_EXPIRED, past_expiry
-from agentrt_proxy.store import Approval, Event, NotFound, ProxyCall, Run, Step, Store, TaskRow
+from agentrt_proxy.proxy.rules import past_expiry
+from agentrt_proxy.store import (
+    APPROVAL_PENDING,
+    END_APPROVAL_EXPIRED,
+    END_OPERATOR_CANCELLED,
+    EXPIRED,
+    REJECTED,
+    RUNNING,
+    Approval,
+    Event,
+    NotFound,
+    ProxyCall,
+    Run,
+    Step,
+    Store,
+    TaskRow,
+)
 from agentrt_proxy.text import model_text
 
 RECENT_WINDOW = HOUR
@@ -101,7 +116,7 @@ class StatusReader:
                 self._describe(entry, approval, entries, now_ns)
                 for entry in reversed(entries)
                 for approval in entry.approvals
-                if approval.status == "pending" and not past_expiry(approval, now_ns)
+                if approval.status == APPROVAL_PENDING and not past_expiry(approval, now_ns)
             ]
             return model_text.status_list(waiting)
         for entry in entries:
@@ -158,15 +173,15 @@ class StatusReader:
 
     def _state(self, entry: _Entry, approval: Approval, tool: str, entries: list[_Entry], now_ns: int) -> str:
         age = format_go(max(0, now_ns - parse_time(approval.created_at)) // SECOND * SECOND)
-        if approval.status == "pending":
+        if approval.status == APPROVAL_PENDING:
             if past_expiry(approval, now_ns):
                 return model_text.STATUS_EXPIRED_UNDECIDED
             if approval.kind == INTERRUPTED_SIDE_EFFECT:
                 return model_text.status_waiting_interruption(age)
             return model_text.status_waiting(age)
-        if approval.status == "rejected":
+        if approval.status == REJECTED:
             return model_text.status_rejected(approval.note)
-        if approval.status == "expired":
+        if approval.status == EXPIRED:
             return model_text.STATUS_EXPIRED
         return self._approved(entry, approval, tool, entries)
 
@@ -181,7 +196,7 @@ class StatusReader:
             return model_text.STATUS_TASK_EXECUTING  # its owner collects it: the model calls nothing
         if entry.run.status == WAITING:
             return model_text.status_awaiting_collection(tool)
-        if entry.run.status == "RUNNING":
+        if entry.run.status == RUNNING:
             return model_text.STATUS_EXECUTING
         return model_text.status_not_executed(_why_not_executed(entry.run, step))
 
@@ -226,7 +241,7 @@ class StatusReader:
             if entry.row.request_key != request_key:
                 continue
             for approval in reversed(entry.approvals):
-                if approval.kind == INTERRUPTED_SIDE_EFFECT and approval.status == "pending":
+                if approval.kind == INTERRUPTED_SIDE_EFFECT and approval.status == APPROVAL_PENDING:
                     return approval.id
         return None
 
@@ -238,8 +253,8 @@ def _why_not_executed(run: Run, step: Step | None) -> str:
         return model_text.NOT_EXECUTED_DENIED
     if kind == "invalid_decision":
         return model_text.NOT_EXECUTED_INVALID
-    if run.reason == REASON_CANCELLED:
+    if run.reason == END_OPERATOR_CANCELLED:
         return model_text.NOT_EXECUTED_CANCELLED
-    if run.reason == REASON_EXPIRED:
+    if run.reason == END_APPROVAL_EXPIRED:
         return model_text.NOT_EXECUTED_EXPIRED
     return model_text.not_executed_run_ended(run.reason or run.status)

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from agentrt_proxy.canonical.encoder import Raw
 from agentrt_proxy.store.ids import new_id
-from agentrt_proxy.store.states import COMPLETED, FAILED, RUNNING
+from agentrt_proxy.store.states import COMPLETED, END_PASSTHROUGH, END_UPSTREAM_ERROR, FAILED, RUNNING
 from agentrt_proxy.store.store import Store
 
 __all__ = ["PROMPT_GET", "RESOURCE_READ", "SERVER_REQUEST", "PassthroughRead", "record_passthrough"]
@@ -56,7 +56,7 @@ def record_passthrough(store: Store, session: str, read: PassthroughRead, at: st
     if read.error:
         payload["error"] = read.error
     status = FAILED if read.error else COMPLETED
-    reason = "upstream_error" if read.error else "passthrough"
+    reason = END_UPSTREAM_ERROR if read.error else END_PASSTHROUGH
     with store.write() as tx:
         tx.insert_run(run_id, read.goal, "{}", at, "", "")
         tx.append(run_id, "", at, "run.created", {"goal": read.goal, "limits": Raw("{}"), "tools": []})

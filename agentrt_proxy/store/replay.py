@@ -262,7 +262,7 @@ class Replay:
         if status == EXPIRED:
             # A pending approval's expiry stamps the time and the note; a grant's keeps its decision's.
             if a.status == APPROVAL_PENDING:
-                a.decided_at, a.note = ev.at, "expired"
+                a.decided_at, a.note = ev.at, EXPIRED
         else:
             a.decided_at, a.decided_by, a.note = ev.at, _text(payload.get("by")), _text(payload.get("note"))
         a.status = status

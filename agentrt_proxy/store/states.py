@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from agentrt_proxy.errors import IllegalTransition
+from agentrt_proxy.mcp.tasks_wire import TASK_CANCELLED, TASK_COMPLETED, TASK_FAILED, TASK_WORKING
 from agentrt_proxy.text.operator_text import ERR_ILLEGAL_MOVE
 
 # ----------------------------------------------------------------------------- the states
@@ -37,6 +38,26 @@ CANCELLED = "CANCELLED"
 RUN_INTERRUPTED = "INTERRUPTED"  # never written: a crashed run stays RUNNING; accepted like RUNNING
 TERMINAL = (COMPLETED, FAILED, CANCELLED)
 RESUMABLE = (RUNNING, RUN_INTERRUPTED)
+
+# runs.reason: why a run ended (runs.reason_detail says it in words); proxy/rules reads some back
+END_GOAL_COMPLETED = "goal_completed"  # a complete decision; a terminal tool succeeded
+END_GOAL_FAILED = "goal_failed"  # a fail decision
+END_APPROVAL_REJECTED = "approval_rejected"
+END_APPROVAL_EXPIRED = "approval_expired"  # the pending approval or its grant expired
+END_OPERATOR_CANCELLED = "operator_cancelled"
+END_POLICY_ABORT = "policy_abort"
+END_INTERNAL_ERROR = "internal_error"  # the policy raised
+END_LOOP_DETECTED = "loop_detected"
+END_LIMIT_STEPS = "limit_steps"
+END_REPEATED_TOOL_FAILURES = "repeated_tool_failures"
+END_RECONCILE_CONFLICT = "reconcile_conflict"
+END_PASSTHROUGH = "passthrough"  # a recorded passthrough read (store/audit) answered
+END_UPSTREAM_ERROR = "upstream_error"  # a recorded passthrough read failed
+RUN_REASONS = (
+    END_GOAL_COMPLETED, END_GOAL_FAILED, END_APPROVAL_REJECTED, END_APPROVAL_EXPIRED, END_OPERATOR_CANCELLED,
+    END_POLICY_ABORT, END_INTERNAL_ERROR, END_LOOP_DETECTED, END_LIMIT_STEPS, END_REPEATED_TOOL_FAILURES,
+    END_RECONCILE_CONFLICT, END_PASSTHROUGH, END_UPSTREAM_ERROR,
+)
 
 # steps.status
 DECIDING = "deciding"
@@ -65,11 +86,8 @@ HOLD_SPENT = "spent"
 HOLD_RELEASED = "released"
 
 # proxy_tasks.status: the MCP task statuses the proxy uses (never input_required: an operator,
-# not the host, gives what an approval needs)
-TASK_WORKING = "working"
-TASK_COMPLETED = "completed"
-TASK_FAILED = "failed"
-TASK_CANCELLED = "cancelled"
+# not the host, gives what an approval needs). They are the wire's words, defined once in
+# mcp/tasks_wire (the store is above the wire and imports them).
 TASK_TERMINAL = (TASK_COMPLETED, TASK_FAILED, TASK_CANCELLED)
 
 # ----------------------------------------------------------------------------- the moves
