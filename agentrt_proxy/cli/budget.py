@@ -26,13 +26,7 @@ def command(argv: list[str]) -> int:
     note = fl.get("note") or ""
     if not note.strip():
         raise UsageError(operator_text.OP_RELEASE_NEED_NOTE)
-    by = fl.get("by")
-    if by is None:
-        by = who.deciding_user()
-        if by is None:
-            raise UsageError(operator_text.OP_NEED_BY)
-    if not by.strip():
-        raise UsageError(operator_text.OP_BLANK_BY)
+    by = who.decider(fl.get("by"))  # -by, else $USER, the account's name, then the uid
     source = operator._database(fl)
     decider = by
     as_json = fl.on("json")

@@ -28,7 +28,7 @@ from agentrt_proxy.cli.console_guard import LOOPBACK, Guard
 from agentrt_proxy.cli.console_server import Server
 from agentrt_proxy.config import ConfigError, load_config
 from agentrt_proxy.errors import UsageError
-from agentrt_proxy.text import console_text, escaping, operator_text
+from agentrt_proxy.text import console_text, escaping
 
 
 def command(argv: list[str]) -> int:
@@ -45,13 +45,7 @@ def command(argv: list[str]) -> int:
     port = fl.integer("port", 0)
     if not 0 <= port <= 65535:
         raise UsageError(console_text.CONSOLE_BAD_PORT.format(port=port))
-    by = fl.get("by")
-    if by is None:
-        by = who.deciding_user()
-        if by is None:
-            raise UsageError(operator_text.OP_NEED_BY)
-    if not by.strip():
-        raise UsageError(operator_text.OP_BLANK_BY)
+    by = who.decider(fl.get("by"))  # -by, else $USER, the account's name, then the uid
     browser = not fl.on("no-browser") and _display()
     source = operator.Source(None, config_path)
     return operator._guarded("console", source, lambda path: _run(path, config_path, port, by, browser))

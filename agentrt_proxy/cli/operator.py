@@ -336,13 +336,7 @@ def _decide_command(verb: str, argv: list[str]) -> int:
 
 def _decide_args(verb: str, fl: Flags) -> DecideArgs:
     run_id = _one_run(fl)
-    by = fl.get("by")
-    if by is None:
-        by = who.deciding_user()  # $USER, the system's name for the account, then the uid
-        if by is None:
-            raise UsageError(operator_text.OP_NEED_BY)
-    if not by.strip():
-        raise UsageError(operator_text.OP_BLANK_BY)
+    by = who.decider(fl.get("by"))  # -by, else $USER, the account's name, then the uid
     note = fl.get("note") or ""
     if verb == "reject" and not note.strip():
         raise UsageError(operator_text.OP_NEED_NOTE)

@@ -11,6 +11,9 @@ from __future__ import annotations
 import getpass
 import os
 
+from agentrt_proxy.errors import UsageError
+from agentrt_proxy.text import operator_text
+
 
 def deciding_user() -> str | None:
     name = os.environ.get("USER")
@@ -22,3 +25,14 @@ def deciding_user() -> str | None:
         pass
     getuid = getattr(os, "getuid", None)
     return f"uid {getuid()}" if getuid is not None else None
+
+
+def decider(given: str | None) -> str:
+    """The deciding name: ``-by``'s when given, else ``deciding_user()``; a usage error when there
+    is none, or when the name given is blank (a decision must name someone)."""
+    by = given if given is not None else deciding_user()
+    if by is None:
+        raise UsageError(operator_text.OP_NEED_BY)
+    if not by.strip():
+        raise UsageError(operator_text.OP_BLANK_BY)
+    return by
