@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Protocol, TypeVar
+from typing import Protocol, TypeVar
 
 from agentrt_proxy import canonical
 from agentrt_proxy.canonical import durations
@@ -26,6 +26,7 @@ from agentrt_proxy.gate.model import (
     PolicyDecision,
     Reconcile,
     Reconciliation,
+    RunSession,
     RunView,
     ToolRequest,
     Verdict,
@@ -77,29 +78,16 @@ from agentrt_proxy.upstream import ToolSpec
 from agentrt_proxy.upstream.validation import schema_error
 
 
-class AttachSession(Protocol):
+class AttachSession(RunSession, Protocol):
     """What attaching needs of a session it opened (``session.Session`` is one)."""
 
     current: Step | None
-
-    @property
-    def run_id(self) -> str: ...
-
-    @property
-    def limits(self) -> Limits: ...
-
-    @property
-    def store(self) -> Store: ...
 
     def collecting(self, step: Step) -> None: ...
 
     def dispatch(self, step: Step, prop: Proposal, *, expect_run: str, on_resume: bool) -> Verdict: ...
 
-    def end(self) -> None: ...
-
     def policy_error(self, step: Step, error: str, now: str) -> Verdict: ...
-
-    def resume_running(self, tx: Tx, at: str, payload: dict[str, Any]) -> None: ...
 
 
 S = TypeVar("S", bound=AttachSession)

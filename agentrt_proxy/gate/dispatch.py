@@ -9,7 +9,7 @@ Each function works on a session through ``DispatchSession``: the members it nee
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Protocol
 
 from agentrt_proxy.gate.approvals import approval_hash
 from agentrt_proxy.gate.model import (
@@ -21,7 +21,7 @@ from agentrt_proxy.gate.model import (
     ENDED,
     PENDING,
     REQUIRE_APPROVAL,
-    Limits,
+    RunSession,
     Verdict,
     fmt,
     invalid_decision,
@@ -38,8 +38,6 @@ from agentrt_proxy.store import (
     RUNNING,
     WAITING,
     Step,
-    Store,
-    Tx,
 )
 from agentrt_proxy.text.record_text import (
     DETAIL_POLICY_ERROR,
@@ -65,7 +63,7 @@ class DispatchGate(Protocol):
     def spec_row(self, spec: ToolSpec) -> tuple[str, str]: ...
 
 
-class DispatchSession(Protocol):
+class DispatchSession(RunSession, Protocol):
     """What dispatching a decision needs of the session it acts on."""
 
     current: Step | None
@@ -73,22 +71,9 @@ class DispatchSession(Protocol):
     @property
     def gate(self) -> DispatchGate: ...
 
-    @property
-    def run_id(self) -> str: ...
-
-    @property
-    def limits(self) -> Limits: ...
-
-    @property
-    def store(self) -> Store: ...
-
     def allow(self, step: Step, prop: Proposal) -> None: ...
 
-    def end(self) -> None: ...
-
     def forget_begun(self) -> None: ...
-
-    def resume_running(self, tx: Tx, at: str, payload: dict[str, Any]) -> None: ...
 
 
 # the observation's summary for a policy's deny or abort, by (outcome, at collection)

@@ -18,13 +18,14 @@ import anyio
 
 from agentrt_proxy.canonical.clock import Clock
 from agentrt_proxy.gate.attempts import FAILURE_CANCELLED, KIND_INTERRUPTED, not_sent
+from agentrt_proxy.gate.dispatch import DispatchGate
 from agentrt_proxy.gate.leases import LeaseRenewals
 from agentrt_proxy.gate.model import (
     ENDED,
     EXECUTED,
     PENDING,
-    Limits,
     Observation,
+    RunSession,
     ToolRequest,
     Verdict,
     expired,
@@ -59,20 +60,13 @@ from agentrt_proxy.text.record_text import (
     SUMMARY_CANCELLED,
     SUMMARY_PANIC,
 )
-from agentrt_proxy.upstream import ToolSpec
 
 
-class ExecutionGate(Protocol):
+class ExecutionGate(DispatchGate, Protocol):
     """What an execution needs of its session's gate."""
 
     @property
     def store(self) -> Store: ...
-
-    @property
-    def owner(self) -> str: ...
-
-    @property
-    def policy_id(self) -> str: ...
 
     @property
     def clock(self) -> Clock: ...
@@ -82,10 +76,8 @@ class ExecutionGate(Protocol):
 
     def lease_expiry(self) -> str: ...
 
-    def spec_row(self, spec: ToolSpec) -> tuple[str, str]: ...
 
-
-class ExecutionSession(Protocol):
+class ExecutionSession(RunSession, Protocol):
     """What an execution tells and asks of its session (``session.Session`` is one): named
     here, not imported, so this module stays below the session that starts executions."""
 
@@ -93,26 +85,13 @@ class ExecutionSession(Protocol):
     def gate(self) -> ExecutionGate: ...
 
     @property
-    def run_id(self) -> str: ...
-
-    @property
-    def limits(self) -> Limits: ...
-
-    @property
-    def store(self) -> Store: ...
-
-    @property
     def ended_run(self) -> Run | None: ...
 
     def check_lease(self, tx: Tx) -> None: ...
 
-    def end(self) -> None: ...
-
     def forget_begun(self) -> None: ...
 
     def mark_lease_lost(self) -> None: ...
-
-    def resume_running(self, tx: Tx, at: str, payload: dict[str, Any]) -> None: ...
 
     def start_tool(self) -> None: ...
 

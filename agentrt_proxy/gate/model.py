@@ -20,7 +20,7 @@ from agentrt_proxy.config import DENY as DENY
 from agentrt_proxy.config import REQUIRE_APPROVAL as REQUIRE_APPROVAL
 from agentrt_proxy.gate import attempts
 from agentrt_proxy.mcp import outcomes
-from agentrt_proxy.store import Approval, Run, Step
+from agentrt_proxy.store import Approval, Run, Step, Store, Tx
 from agentrt_proxy.text.record_text import (
     ERR_ARGS_UNUSABLE,
     ERR_HTTP_STATUS,
@@ -348,3 +348,22 @@ def expired(deadline_text: str, now_ns: int, ttl: int = 0) -> bool:
     if not deadline_text:
         return False
     return now_ns > durations.parse_time(deadline_text) + ttl
+
+
+class RunSession(Protocol):
+    """What every helper of a session (dispatch, execution, attach) needs of it: the run it is
+    on, its limits and store, ending it, and resuming it under the gate's lease. Each helper's
+    own protocol adds what only it needs; ``session.Session`` satisfies all of them."""
+
+    @property
+    def run_id(self) -> str: ...
+
+    @property
+    def limits(self) -> Limits: ...
+
+    @property
+    def store(self) -> Store: ...
+
+    def end(self) -> None: ...
+
+    def resume_running(self, tx: Tx, at: str, payload: dict[str, Any]) -> None: ...

@@ -16,7 +16,7 @@ from typing import Any, Protocol
 
 from agentrt_proxy.canonical.clock import Clock
 from agentrt_proxy.canonical.encoder import go_json
-from agentrt_proxy.gate.dispatch import DispatchGate, dispatch_decision, end_on_policy_error
+from agentrt_proxy.gate.dispatch import dispatch_decision, end_on_policy_error
 from agentrt_proxy.gate.execution import CallTool, Execution, ExecutionGate, OnRecorded
 from agentrt_proxy.gate.leases import check_lease
 from agentrt_proxy.gate.limits import limit_reached
@@ -61,7 +61,7 @@ from agentrt_proxy.text.record_text import (
 )
 
 
-class SessionGate(DispatchGate, ExecutionGate, Protocol):
+class SessionGate(ExecutionGate, Protocol):
     """What a session needs of the gate that opened it (``gate.Gate`` is one): named here, not
     imported, since the gate imports this module to open sessions."""
 
