@@ -4,11 +4,12 @@ its JSON shape, its exit codes, and the npm servers' real listings scanned over 
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO_ROOT, run_program
+from tests.conftest import REPO_ROOT, checked_target, run_program, target_argv, target_env
 from tests.program.test_node_peers import node_bin, node_modules
 
 EXAMPLE = REPO_ROOT / "examples" / "scan" / "poisoned-tools.json"
@@ -147,11 +148,17 @@ def test_serve_answers_a_tools_list_without_ever_loading_the_scanner(tmp_path: P
         {"jsonrpc": "2.0", "method": "notifications/initialized"},
         {"jsonrpc": "2.0", "id": 2, "method": "tools/list"},
     ]  # fmt: skip
-    done = run_program(
-        ["serve", "-config", str(config)],
+    # -X importtime, not PYTHONPROFILEIMPORTTIME: the .pyz runs with -I, which ignores PYTHON* variables
+    target = checked_target()
+    python, *rest = target_argv(target)
+    done = subprocess.run(
+        [python, "-X", "importtime", *rest, "serve", "-config", str(config)],
         input="".join(json.dumps(line) + "\n" for line in lines),
-        env={"PYTHONPROFILEIMPORTTIME": "1"},
+        env=target_env(target),
+        capture_output=True,
+        text=True,
         timeout=60,
+        check=False,
     )
     answers = [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
     listed = next(a for a in answers if a.get("id") == 2)
