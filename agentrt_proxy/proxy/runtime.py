@@ -335,10 +335,12 @@ async def open_runtime(
         config, opened, store, write_stderr, shutting_down, host=host or HostLink(), clock=clock, hold_poll=hold_poll
     )
     review = f"{program_invocation()} pin -config {config.path} -review"
+    from agentrt_proxy.proxy.withheld_rows import withheld_recorder
+
     opened.supervise(
         dataclasses.replace(
             supervision or Supervision(), report=write_stderr, review_command=review,
-            offered_changed=runtime.offered_changed,
+            offered_changed=runtime.offered_changed, record=withheld_recorder(store, config.session),
         )
     )  # fmt: skip
     return runtime

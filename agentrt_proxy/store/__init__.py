@@ -84,12 +84,15 @@ from agentrt_proxy.store.states import (
     TASK_FAILED,
     TASK_WORKING,
     TERMINAL,
+    TOOL_CLEARED,
+    TOOL_WITHHELD,
     WAITING,
 )
 from agentrt_proxy.store.store import Store
 from agentrt_proxy.store.tasks import ERA_2025, ERA_EXTENSION, TaskRow, new_task_id
 from agentrt_proxy.store.tx import Tx
 from agentrt_proxy.store.verify import VerifyReport
+from agentrt_proxy.store.withheld import WithheldTool
 from agentrt_proxy.text.record_text import MSG_RUN_STATE
 
 __all__ = [
@@ -144,6 +147,8 @@ __all__ = [
     "TASK_FAILED",
     "TASK_WORKING",
     "TERMINAL",
+    "TOOL_CLEARED",
+    "TOOL_WITHHELD",
     "WAITING",
     "Approval",
     "ApprovalChanged",
@@ -181,6 +186,7 @@ __all__ = [
     "Tx",
     "UnsafeSchema",
     "VerifyReport",
+    "WithheldTool",
     "WouldBlock",
     "call_record",
     "chain_hash",

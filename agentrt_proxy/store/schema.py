@@ -220,6 +220,31 @@ CREATE INDEX proxy_tasks_run ON proxy_tasks(run_id);
 CREATE INDEX proxy_tasks_approval ON proxy_tasks(approval_id)
 """
 
+# The pinned tools serving withholds (store/withheld.py): one row per stretch of time a tool was
+# withheld: changed since its pin, gone from the server's listing, or refused by a load check, seen
+# at start-up, after a restart or after the server's tools/list_changed. ``reason`` is a name from
+# upstream/withholding (the layer that decides it); ``detail`` what changed (the fields, the hashes
+# pinned and seen). Times are the wall clock's Unix ns. A row moves withheld -> cleared once the
+# tool matches its pin again (states.WITHHOLDING) and is kept as history; at most one row per
+# (server, tool) is withheld. No promise rests on it (serving decides from the live listing and
+# the pin, never from this table), so it is not held to the event chain: docs/console.md.
+_PROXY_MIGRATION_5 = """
+CREATE TABLE proxy_withheld_tools (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    server TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    reason TEXT NOT NULL,
+    detail TEXT NOT NULL DEFAULT '',
+    session TEXT NOT NULL DEFAULT '',
+    state TEXT NOT NULL DEFAULT 'withheld',
+    first_seen INTEGER NOT NULL,
+    last_seen INTEGER NOT NULL,
+    cleared_at INTEGER NOT NULL DEFAULT 0
+);
+CREATE UNIQUE INDEX proxy_withheld_now ON proxy_withheld_tools(server, tool) WHERE state = 'withheld';
+CREATE INDEX proxy_withheld_cleared ON proxy_withheld_tools(state, cleared_at)
+"""
+
 # Not a migration: a small partial index so "which other requests to this tool are
 # unresolved" reads only unresolved rows instead of the session's whole history. Being
 # outside the numbered migrations, a file the Go proxy migrated gains it on our next
@@ -229,8 +254,14 @@ CREATE INDEX IF NOT EXISTS proxy_calls_unresolved
     ON proxy_calls(session, tool, id) WHERE outcome IN (0, 3);
 """
 
-PROXY_VERSION = 4
-_PROXY_MIGRATIONS = ((1, _PROXY_MIGRATION_1), (2, _PROXY_MIGRATION_2), (3, _PROXY_MIGRATION_3), (4, _PROXY_MIGRATION_4))
+PROXY_VERSION = 5
+_PROXY_MIGRATIONS = (
+    (1, _PROXY_MIGRATION_1),
+    (2, _PROXY_MIGRATION_2),
+    (3, _PROXY_MIGRATION_3),
+    (4, _PROXY_MIGRATION_4),
+    (5, _PROXY_MIGRATION_5),
+)
 assert len(_PROXY_MIGRATIONS) == PROXY_VERSION
 
 

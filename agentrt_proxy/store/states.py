@@ -26,6 +26,7 @@ from agentrt_proxy.text.operator_text import ERR_ILLEGAL_MOVE
 RUN, STEP, APPROVAL, CALL = "run", "step", "approval", "call"
 HOLD = "hold"  # a budget reservation (budget_holds.state)
 TASK = "task"  # a call answered as an MCP task (proxy_tasks.status; docs/decisions/0020)
+WITHHOLDING = "withholding"  # a pinned tool serving withholds (proxy_withheld_tools.state)
 
 NEW = "(new)"  # no row yet: the move is the row's insertion
 
@@ -90,6 +91,10 @@ HOLD_RELEASED = "released"
 # mcp/tasks_wire (the store is above the wire and imports them).
 TASK_TERMINAL = (TASK_COMPLETED, TASK_FAILED, TASK_CANCELLED)
 
+# proxy_withheld_tools.state: a pinned tool serving withholds now, or withheld once and back on its pin
+TOOL_WITHHELD = "withheld"
+TOOL_CLEARED = "cleared"
+
 # ----------------------------------------------------------------------------- the moves
 
 # (what, from, to, why): one row per allowed move.
@@ -145,6 +150,9 @@ MOVES: tuple[tuple[str, str | int, str | int, str], ...] = (
     (TASK, TASK_WORKING, TASK_COMPLETED, "the call's answer is recorded (any answer: a result, REJECTED, ...)"),
     (TASK, TASK_WORKING, TASK_FAILED, "the call ended in a JSON-RPC error; 2025-11-25: a result with isError"),
     (TASK, TASK_WORKING, TASK_CANCELLED, "tasks/cancel, or its time to live passed, before an approval was granted"),
+    (WITHHOLDING, NEW, TOOL_WITHHELD, "serving withholds a pinned tool: changed since its pin, gone, refused"),
+    (WITHHOLDING, TOOL_WITHHELD, TOOL_WITHHELD, "seen withheld again: its reason, detail and last sighting renewed"),
+    (WITHHOLDING, TOOL_WITHHELD, TOOL_CLEARED, "the tool matches its pin again (the server reverted it)"),
 )
 
 # A state with nowhere to go is still a state (a write may keep it).
@@ -153,6 +161,7 @@ _ENDS: tuple[tuple[str, str | int], ...] = (
     (STEP, DONE), (STEP, STEP_FAILED),
     (APPROVAL, REJECTED), (APPROVAL, EXPIRED),
     (TASK, TASK_COMPLETED), (TASK, TASK_FAILED), (TASK, TASK_CANCELLED),
+    (WITHHOLDING, TOOL_CLEARED),
 )
 
 

@@ -55,6 +55,7 @@ from agentrt_proxy.store.tasks import Tasks
 from agentrt_proxy.store.transactions import Database
 from agentrt_proxy.store.tx import Tx
 from agentrt_proxy.store.verify import VerifyReport, read_event_hash, read_head, verify_chain
+from agentrt_proxy.store.withheld import WithheldTools
 from agentrt_proxy.text.record_text import MSG_APPROVAL_NOT_FOUND, MSG_MISSING
 
 # ``_connect``, ``WouldBlock`` and ``BUSY_TIMEOUT_MS`` are reached through this module by
@@ -92,6 +93,7 @@ class Store:
         self.index = CallIndex(self._db)
         self.holds = Holds(self._db)
         self.tasks = Tasks(self._db)
+        self.withheld = WithheldTools(self._db)  # the pinned tools serving withholds (withheld.py)
 
     # opening ------------------------------------------------------------------------
     @classmethod

@@ -142,6 +142,13 @@ TOOLS_CHANGED = (
     "run {program} pin -config {config} -review"
 )
 
+# A withheld tool's detail (upstream/withholding), stored and shown on the Tools page.
+WITHHELD_FIELDS = "differs in {fields}"
+WITHHELD_MORE = " and {n} more"
+WITHHELD_HASHES = "{what} sha256 pinned {pinned}…, seen {seen}…"
+WITHHELD_NO_FORM = "(no canonical form)"
+WITHHELD_GONE = "inputSchema sha256 pinned {pinned}…, not listed"
+
 VERIFY_HEAD = "The audit chain"
 VERIFY_INTACT = "Intact"
 VERIFY_BROKEN = "Not intact"

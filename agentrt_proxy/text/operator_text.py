@@ -154,6 +154,14 @@ def tool_on_pin(server: str, remote: str) -> str:
     return operator_line(f"server {go_quote(server)}: tool {go_quote(remote)} matches its pin again and is served")
 
 
+def withheld_not_recorded(server: str, why: str) -> str:
+    """Serving could not write which of a server's tools it withholds (the console reads it)."""
+    return operator_line(
+        f"server {go_quote(server)}: which of its tools are withheld could not be recorded in the database "
+        f"({why}); serving goes on, and the console's Tools page may be behind until the next check"
+    )
+
+
 def server_down_in_check(server: str, error: str) -> str:
     """For ``check`` (its own prefix): a server that did not answer, which serving would retry."""
     return f"server {go_quote(server)} is down: {error}"

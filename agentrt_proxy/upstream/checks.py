@@ -26,6 +26,7 @@ from agentrt_proxy.upstream.loaded_tool import LoadedTool, Upstream, known_answe
 from agentrt_proxy.upstream.pins import LiveTool, Manifest, PinnedTool
 from agentrt_proxy.upstream.review import pin_drift
 from agentrt_proxy.upstream.spec import ToolSpec
+from agentrt_proxy.upstream.withholding import CHANGED_SINCE_PIN, REFUSED_BY_CHECK, REMOVED_UPSTREAM
 
 __all__ = [
     "HIDING_KEYWORDS",
@@ -89,8 +90,13 @@ def annotation_mismatch(side_effect: str, annotations: Mapping[str, Any] | None)
 
 
 class Refusal(Exception):
-    """One tool's first failing check; the message is the report's reason. Always caught where the
-    tool is decided (it becomes a report line), so it is control flow, outside the error tree."""
+    """One tool's first failing check; the message is the report's reason, ``kind`` its name
+    (``withholding.WITHHOLDING_REASONS``). Always caught where the tool is decided (it becomes a
+    report line), so it is control flow, outside the error tree."""
+
+    def __init__(self, message: str, kind: str = REFUSED_BY_CHECK) -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 def _pointer(parent: str, key: str | int) -> str:
@@ -283,18 +289,18 @@ def build(
     The checks after the hints come from ``prepared`` when it was decided on this very form.
     """
     if live is None:
-        raise Refusal(pin_text.NO_LONGER_OFFERED)
+        raise Refusal(pin_text.NO_LONGER_OFFERED, REMOVED_UPSTREAM)
     try:
         form = schema_form.canonical_schema(live.input_schema)
     except schema_form.SchemaFormError as err:
-        raise Refusal(pin_text.SCHEMA_CHANGED_UNREAD.format(error=err)) from None
+        raise Refusal(pin_text.SCHEMA_CHANGED_UNREAD.format(error=err), CHANGED_SINCE_PIN) from None
     if canonical.sha256_hex(form) != pinned.schema_hash:
-        raise Refusal(pin_text.SCHEMA_CHANGED)
+        raise Refusal(pin_text.SCHEMA_CHANGED, CHANGED_SINCE_PIN)
     if schema_form.description_hash(live.description) != pinned.description_hash:
-        raise Refusal(pin_text.DESCRIPTION_CHANGED)
+        raise Refusal(pin_text.DESCRIPTION_CHANGED, CHANGED_SINCE_PIN)
     drift = pin_drift(pinned, live)
     if drift:
-        raise Refusal(drift)
+        raise Refusal(drift, CHANGED_SINCE_PIN)
     hint = _hint_mismatch(rule, pinned, live)
     if hint and not rule.allow_hint_mismatch:
         raise Refusal(hint)

@@ -24,6 +24,7 @@ from agentrt_proxy.text import escaping, load_text, pin_text
 from agentrt_proxy.upstream.checks import Context, Prepared, Refusal, build, prepare
 from agentrt_proxy.upstream.loaded_tool import LoadedTool, Upstream
 from agentrt_proxy.upstream.pins import LiveTool, Manifest
+from agentrt_proxy.upstream.withholding import REFUSED_BY_CHECK, REFUSED_BY_SCAN
 
 __all__ = [
     "ListingFn",
@@ -63,6 +64,7 @@ class Registered:
 class RefusedTool:
     tool: str
     reason: str
+    kind: str = REFUSED_BY_CHECK  # the reason's name (withholding.WITHHOLDING_REASONS)
 
 
 @dataclass
@@ -162,7 +164,7 @@ def decide(
                     )
                 )
         except Refusal as refusal:
-            report.refused.append(RefusedTool(tool_name, str(refusal)))
+            report.refused.append(RefusedTool(tool_name, str(refusal), refusal.kind))
             continue
         taken[tool.name] = tool_name
         registered.append(tool)
@@ -171,7 +173,7 @@ def decide(
     for tool_name in sorted(name for name in scan_refused if not name.startswith("prompt:")):
         rules = ", ".join(sorted({f.get("rule", "?") for f in scan_refused[tool_name]}))
         reason = pin_text.SCAN_REFUSED.format(rules=rules)
-        report.refused.append(RefusedTool(tool_name, reason))
+        report.refused.append(RefusedTool(tool_name, reason, REFUSED_BY_SCAN))
     report.unpinned.extend(name for name in listing if name not in manifest.tools and name not in scan_refused)
     report.sort()
     if not registered and not serves_besides_tools(server, upstream):

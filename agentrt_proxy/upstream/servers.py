@@ -344,6 +344,7 @@ def _supervisors(config: Config, outcomes: Sequence[_Outcome], connector: Connec
             held=outcome.connection,
             down=outcome.down,
             refusal=outcome.refusal,
+            report=outcome.report,
         )
         for tool in outcome.tools:
             tool.upstream = supervisor

@@ -11,7 +11,10 @@ The supervisor starts the server again after a backoff (``Supervision``: 1 s dou
 gives up after ``tries`` starts in a row that did not stay up for the backoff's cap, checks the pin
 again after every start exactly as at start-up (``registry.decide`` against the manifest read at
 start-up, the pin the proxy serves), and writes one operator line per change: down (with the exit
-status), up again, giving up, a tool off or back on its pin. The handlers the layers above put in
+status), up again, giving up, a tool off or back on its pin. Every check (the start-up's, each
+restart's, each listing after ``tools/list_changed``) is also handed to ``Supervision.record``:
+the tools checked and those withheld, each with its reason and detail (``withholding``), which
+serving writes to the database for the operator's console. The handlers the layers above put in
 ``notification_handlers`` are handed to every new connection.
 """
 
@@ -20,7 +23,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,7 +36,9 @@ from agentrt_proxy.mcp.outcomes import NotSent, ToolOutcome
 from agentrt_proxy.text import load_text, model_text, operator_text, pin_text
 from agentrt_proxy.upstream.display import ToolDisplay, hints_of
 from agentrt_proxy.upstream.pins import LiveTool, Manifest
-from agentrt_proxy.upstream.registry import ListingFn, LoadError, UpstreamConnection, decide
+from agentrt_proxy.upstream.registry import ListingFn, LoadError, LoadReport, UpstreamConnection, decide
+from agentrt_proxy.upstream.withholding import REFUSED_BY_CHECK, REFUSED_BY_SCAN, REMOVED_UPSTREAM, Withholding
+from agentrt_proxy.upstream.withholding import withheld_facts
 
 __all__ = ["DEFAULT_TRIES", "Supervision", "Supervisor", "pinned_listing"]
 
@@ -42,6 +47,10 @@ DEFAULT_TRIES = 10  # starts in a row that did not stay up: about three minutes 
 
 def _ignore(line: str) -> None:
     """No operator to tell (``check``, tests that do not read the lines)."""
+
+
+# A check recorded: (server, the tools checked, those withheld among them and why).
+Recorder = Callable[[str, Sequence[str], Mapping[str, Withholding]], Awaitable[object]]
 
 
 @dataclass(frozen=True)
@@ -61,6 +70,8 @@ class Supervision:
     review_command: str = ""
     # Called (on the event loop) whenever the tools a server offers change: the host is told.
     offered_changed: Callable[[], object] | None = None
+    # Awaited after every check of a listing against the pins (serving writes it to the database).
+    record: Recorder | None = None
 
     def delay(self, attempt: int) -> float:
         """The pause before start ``attempt`` (0-based) since the server last stayed up."""
@@ -115,6 +126,7 @@ class Supervisor:
         held: UpstreamConnection | None = None,
         down: str | None = None,
         refusal: str | None = None,
+        report: LoadReport | None = None,
     ) -> None:
         self.server = server
         self.name = server.name
@@ -129,7 +141,10 @@ class Supervisor:
         self._refusal = refusal if held is None else None
         self._ever_up = held is not None
         self._stopped = False  # gave up starting it
-        self._withheld: dict[str, str] = {}  # remote name -> why it no longer matches its pin
+        self._withheld: dict[str, Withholding] = {}  # remote name -> why it no longer matches its pin
+        # The start-up load's report while its check is still to be recorded (None: nothing to record).
+        self._first_report = report if held is not None else None
+        self._recording = asyncio.Lock()  # one record at a time, each of the state as it is then
         self._attempts = 0  # starts since the server last stayed up
         self._up_since = time.monotonic() if held is not None else 0.0
         self._closing = False
@@ -169,12 +184,12 @@ class Supervisor:
 
     def withheld(self) -> dict[str, str]:
         """The offered tools that answer not-sent because the server no longer matches their pin."""
-        return dict(self._withheld)
+        return {remote: withholding.sentence for remote, withholding in self._withheld.items()}
 
     async def call_tool(self, name: str, arguments_text: str, timeout_ns: int, **options: Any) -> ToolOutcome:
-        reason = self._withheld.get(name)
-        if reason is not None:
-            return NotSent(model_text.tool_unpinned(self.name, name, reason))
+        withheld = self._withheld.get(name)
+        if withheld is not None:
+            return NotSent(model_text.tool_unpinned(self.name, name, withheld.sentence))
         held = self._held
         if held is None or not self.up:  # nothing is written: the server is not there to read it
             if self._refusal is not None:
@@ -211,6 +226,7 @@ class Supervisor:
 
     async def _supervise(self, supervision: Supervision) -> None:
         try:
+            await self._record_start(supervision)
             while not self._closing:
                 if self._down is None:
                     await self._wait_down(supervision)
@@ -261,26 +277,58 @@ class Supervisor:
                     await held.aclose()
                 raise
             self._take(held, withheld, supervision)
+            await self._record(supervision)
             return True
         self._stop(supervision, last)
         return False
 
-    def _check_pin(self, listing: list[LiveTool]) -> dict[str, str]:
+    def _check_pin(self, listing: list[LiveTool]) -> dict[str, Withholding]:
         """Decide the live listing as at start-up; the offered tools it no longer registers, and why."""
         try:
             tools, report = decide(self.server, self._manifest, listing, repeat_window=self._repeat_window)
         except LoadError as err:  # nothing registers now: every offered tool is off its pin
-            refused = {entry.tool: entry.reason for entry in err.report.refused} if err.report else {}
-            return {remote: refused.get(remote, str(err)) for remote in self._offered}
+            refused = {entry.tool: (entry.kind, entry.reason) for entry in err.report.refused} if err.report else {}
+            fallback = (REFUSED_BY_CHECK, str(err))
+            return withheld_facts(
+                self._manifest, [(r, *refused.get(r, fallback)) for r in self._offered], listing
+            )
         registered = {tool.remote for tool in tools}
-        refused = {entry.tool: entry.reason for entry in report.refused}
-        return {
-            remote: refused.get(remote, pin_text.NO_LONGER_OFFERED)
-            for remote in self._offered
-            if remote not in registered
-        }
+        refused = {entry.tool: (entry.kind, entry.reason) for entry in report.refused}
+        gone = (REMOVED_UPSTREAM, pin_text.NO_LONGER_OFFERED)
+        return withheld_facts(
+            self._manifest,
+            [(remote, *refused.get(remote, gone)) for remote in self._offered if remote not in registered],
+            listing,
+        )
 
-    def _take(self, held: UpstreamConnection, withheld: dict[str, str], supervision: Supervision) -> None:
+    async def _record(self, supervision: Supervision, first: LoadReport | None = None) -> None:
+        """Hand the check just made to ``supervision.record``: the offered tools, those withheld now
+        (read when this record's turn comes, so a later check is never overwritten by an earlier
+        one). ``first``: the start-up load's report, whose refused tools were never offered."""
+        if supervision.record is None:
+            return
+        async with self._recording:
+            checked, withheld = list(self._offered), dict(self._withheld)
+            try:
+                if first is not None:
+                    refused = [(e.tool, e.kind, e.reason) for e in first.refused if e.kind != REFUSED_BY_SCAN]
+                    listing = self.listing() or []
+                    withheld.update(
+                        await anyio.to_thread.run_sync(lambda: withheld_facts(self._manifest, refused, listing))
+                    )
+                    checked += [tool for tool, _, _ in refused]
+                await supervision.record(self.name, checked, withheld)
+            except Exception as err:  # the record is the console's: it never stops the server's serving
+                supervision.report(operator_text.withheld_not_recorded(self.name, f"{type(err).__name__}: {err}"))
+
+    async def _record_start(self, supervision: Supervision) -> None:
+        """The start-up load's check, recorded once (a server down at start-up has none: its first
+        start records its own)."""
+        report, self._first_report = self._first_report, None
+        if report is not None:
+            await self._record(supervision, report)
+
+    def _take(self, held: UpstreamConnection, withheld: dict[str, Withholding], supervision: Supervision) -> None:
         """The new connection serves from now on (no await here: no call sees half of it)."""
         self._held, self._down, self._refusal = held, None, None
         self._up_since = time.monotonic()
@@ -289,13 +337,14 @@ class Supervisor:
         self._ever_up = True
         self._withhold(withheld, supervision, changed_while_up=False)
 
-    def _withhold(self, withheld: dict[str, str], supervision: Supervision, *, changed_while_up: bool) -> bool:
+    def _withhold(self, withheld: dict[str, Withholding], supervision: Supervision, *, changed_while_up: bool) -> bool:
         """Serve ``withheld`` from now on: one operator line per tool that left or came back to its
         pin, and the host told when what it is offered changed. True when it changed."""
-        before = self._withheld
+        before = {remote: w.sentence for remote, w in self._withheld.items()}
         self._withheld = withheld
         for remote in self._offered:
-            reason = withheld.get(remote)
+            found = withheld.get(remote)
+            reason = found.sentence if found is not None else None
             if reason is not None and reason != before.get(remote):
                 if changed_while_up:
                     line = operator_text.tool_changed_held(self.name, remote, reason, supervision.review_command)
@@ -332,7 +381,9 @@ class Supervisor:
             withheld = await anyio.to_thread.run_sync(self._check_pin, listing)
             if held is not self._held or self._closing:
                 return False  # restarted meanwhile: that start checked its own listing
-            return self._withhold(withheld, supervision, changed_while_up=True)
+            changed = self._withhold(withheld, supervision, changed_while_up=True)
+            await self._record(supervision)
+            return changed
 
     def _stop(self, supervision: Supervision, last: str) -> None:
         self._stopped = True

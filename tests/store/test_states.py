@@ -12,7 +12,7 @@ import pytest
 
 from agentrt_proxy.errors import AgentrtError, IllegalTransition
 from agentrt_proxy.store import Approval, Store, Tx, holds, states
-from agentrt_proxy.store.states import APPROVAL, CALL, HOLD, MOVES, NEW, RUN, STEP, TASK
+from agentrt_proxy.store.states import APPROVAL, CALL, HOLD, MOVES, NEW, RUN, STEP, TASK, WITHHOLDING
 
 RUN_ID, STEP_ID, APPROVAL_ID = "s.run", "step-1", "approval-1"
 
@@ -68,6 +68,9 @@ def status_of(store: Store, what: str) -> Any:
     if what == TASK:
         row = store._conn.execute("SELECT status FROM proxy_tasks WHERE run_id = ?", (RUN_ID,)).fetchone()
         return None if row is None else row[0]
+    if what == WITHHOLDING:
+        row = store._conn.execute("SELECT state FROM proxy_withheld_tools ORDER BY id DESC").fetchone()
+        return None if row is None else row[0]
     table, column, key = {RUN: ("runs", "status", RUN_ID), STEP: ("steps", "status", STEP_ID),
                           APPROVAL: ("approvals", "status", APPROVAL_ID),
                           CALL: ("proxy_calls", "outcome", RUN_ID),
@@ -108,6 +111,11 @@ def move(store: Store, what: str, before: Any, after: Any) -> None:
             assert store.tasks.bind(task_id, RUN_ID, APPROVAL_ID, "waiting", 3)
         elif before != NEW:
             assert store.tasks.finish(task_id, after, "ended", "{}", 3)
+    elif what == WITHHOLDING:  # one check finds it withheld; a second again, or back on its pin
+        store.withheld.observe("wx", ["weather"], {"weather": ("changed-since-pin", "d")}, session="s", now_ns=1)
+        if before != NEW:
+            found = {"weather": ("changed-since-pin", "d")} if after == states.TOOL_WITHHELD else {}
+            store.withheld.observe("wx", ["weather"], found, session="s", now_ns=2)
     elif what == HOLD:
         put_run(store)  # a reservation is an event of its run (verify holds the row to it)
         with store.write() as tx:

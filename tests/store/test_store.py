@@ -30,11 +30,12 @@ def test_a_new_database_is_created_owner_only_with_the_runtime_and_index_migrati
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     conn = sqlite3.connect(path)
     assert conn.execute("SELECT MAX(version) FROM schema_migrations").fetchone()[0] == 6
-    assert conn.execute("SELECT MAX(version) FROM proxy_schema_migrations").fetchone()[0] == 4
+    assert conn.execute("SELECT MAX(version) FROM proxy_schema_migrations").fetchone()[0] == 5
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
     assert {"runs", "steps", "events", "approvals", "model_calls", "tool_specs", "proxy_calls",
-            "proxy_calls_open", "events_run", "approvals_run", "budget_holds", "proxy_tasks"} <= names
+            "proxy_calls_open", "events_run", "approvals_run", "budget_holds", "proxy_tasks",
+            "proxy_withheld_tools"} <= names
 
 
 def test_a_group_writable_database_is_refused_naming_the_fix(tmp_path: Path) -> None:

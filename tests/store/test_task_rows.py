@@ -130,7 +130,8 @@ def test_a_database_older_than_tasks_reads_as_having_none(tmp_path: Path) -> Non
     Store.open(path).close()
     conn = sqlite3.connect(path)
     conn.execute("DROP TABLE proxy_tasks")
-    conn.execute("DELETE FROM proxy_schema_migrations WHERE version = 4")
+    conn.execute("DROP TABLE proxy_withheld_tools")  # and the migration after tasks'
+    conn.execute("DELETE FROM proxy_schema_migrations WHERE version >= 4")
     conn.commit()
     conn.close()
     old = Store.open_readonly(path)
