@@ -245,6 +245,27 @@ def rows_page(title: str, headers: Sequence[str], rows: list[list[str]], none: s
     return page(title, body)
 
 
+def _section(title: str, headers: Sequence[str], rows: list[list[str]], none: str, cls: str) -> str:
+    inner = table(headers, rows, cls) if rows else f"<p>{esc(none)}</p>"
+    return f'<section class="{esc(cls)}"><h2>{esc(title)}</h2>{inner}</section>'
+
+
+def tools_page(
+    now: list[list[str]], cleared: list[list[str]], shown: int, pinned: list[list[str]], notes: Sequence[str]
+) -> str:
+    """The tools serving withholds now, those withheld and since back on their pins, and those the
+    scan refused at the pin (read-only, every value sanitized by ``console_read``)."""
+    body = [
+        f"<h1>{esc(T.TOOLS_HEAD)}</h1>",
+        _section(T.WITHHELD_HEAD, T.WITHHELD_COLUMNS, now, T.WITHHELD_NONE, "withheld"),
+        _section(T.CLEARED_HEAD.format(count=shown), T.CLEARED_COLUMNS, cleared, T.CLEARED_NONE, "cleared"),
+        f'<p class="muted">{esc(T.WITHHELD_ABOUT)}</p>',
+        _section(T.PIN_HEAD, T.TOOLS_COLUMNS, pinned, T.TOOLS_NONE, "pinned"),
+    ]
+    body += [f'<p class="muted">{esc(n)}</p>' for n in notes]
+    return page(T.TOOLS_HEAD, "".join(body))
+
+
 def verify_page(intact: bool, lines: list[str]) -> str:
     verdict = T.VERIFY_INTACT if intact else T.VERIFY_BROKEN
     body = (

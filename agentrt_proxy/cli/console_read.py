@@ -14,6 +14,7 @@ from agentrt_proxy.cli import operator, task_views, verify_state
 from agentrt_proxy.cli import operator_views as views
 from agentrt_proxy.cli.late_outcomes import late_outcome_lines
 from agentrt_proxy.cli.watch_feed import waited
+from agentrt_proxy.canonical import durations
 from agentrt_proxy.config import Config
 from agentrt_proxy.gate import INTERRUPTED_SIDE_EFFECT, KIND_INTERRUPTED, approvals
 from agentrt_proxy.store import (
@@ -33,6 +34,7 @@ from agentrt_proxy.text.cli_text import program_invocation
 from agentrt_proxy.upstream import ManifestError, read_manifest
 
 RUNS_READ = 500  # the newest runs a filter searches
+WITHHELD_DETAIL_BYTES = 600  # a withheld tool's detail as the page shows it (the rest counted)
 SHOW_EVENTS = 1000
 PAYEE = re.compile(
     r"(^|_)(to|payee|recipient|beneficiary|account|iban|dest|destination|email|address|user)($|_)", re.IGNORECASE
@@ -233,6 +235,44 @@ def tasks(store: Store, session: str, limit: int = 200) -> list[list[str]]:
             escaping.clean(t.status_message, task_views.MESSAGE_BYTES),
         ]
         for t in store.tasks.page(session, None, limit)
+    ]
+
+
+CLEARED_SHOWN = 50  # the most recently cleared withholdings the Tools page lists
+
+
+def _at(ns: int) -> str:
+    return views.local_time(durations.format_time(ns))
+
+
+def withheld_now(store: Store) -> list[list[str]]:
+    """(server, tool, reason, detail, first seen, last seen, session) per tool serving withholds now."""
+    return [
+        [
+            escaping.clean(w.server, 200),
+            escaping.clean(w.tool, 200),
+            escaping.clean(w.reason, 40),
+            views.capped(w.detail, WITHHELD_DETAIL_BYTES),
+            _at(w.first_seen),
+            _at(w.last_seen),
+            escaping.clean(w.session, 200),
+        ]
+        for w in store.withheld.now()
+    ]
+
+
+def withheld_cleared(store: Store) -> list[list[str]]:
+    """(server, tool, reason, detail, withheld from, cleared at) per withholding since cleared, newest first."""
+    return [
+        [
+            escaping.clean(w.server, 200),
+            escaping.clean(w.tool, 200),
+            escaping.clean(w.reason, 40),
+            views.capped(w.detail, WITHHELD_DETAIL_BYTES),
+            _at(w.first_seen),
+            _at(w.cleared_at),
+        ]
+        for w in store.withheld.cleared(CLEARED_SHOWN)
     ]
 
 

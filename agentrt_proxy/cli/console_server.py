@@ -169,7 +169,8 @@ class Handler(BaseHTTPRequestHandler):
             elif path == "/tools":
                 rows, trouble = read.refused_tools(c.config)
                 changed = T.TOOLS_CHANGED.format(program=program_invocation(), config=c.config_path)
-                body = pages.rows_page(T.TOOLS_HEAD, T.TOOLS_COLUMNS, rows, T.TOOLS_NONE, [*trouble, changed])
+                now, cleared = read.withheld_now(store), read.withheld_cleared(store)
+                body = pages.tools_page(now, cleared, read.CLEARED_SHOWN, rows, [*trouble, changed])
             elif path == "/verify":
                 body = pages.verify_page(*read.verify_lines(store))
             else:

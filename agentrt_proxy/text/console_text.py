@@ -133,13 +133,25 @@ TASKS_HEAD = "Tasks the host follows (session {session})"
 TASKS_COLUMNS = ("task", "status", "tool", "run", "message")
 TASKS_NONE = "No task in this session."
 
-TOOLS_HEAD = "Tools refused at the pin"
+TOOLS_HEAD = "Tools withheld"
+WITHHELD_HEAD = "Withheld now"
+WITHHELD_COLUMNS = ("server", "tool", "reason", "detail", "first seen", "last seen", "session")
+WITHHELD_NONE = "Serving withholds no pinned tool now (as its latest check of each server found)."
+CLEARED_HEAD = "Withheld, then back on the pin (the newest {count})"
+CLEARED_COLUMNS = ("server", "tool", "reason", "detail", "withheld from", "cleared")
+CLEARED_NONE = "No withheld tool has come back to its pin."
+WITHHELD_ABOUT = (
+    "Serving records these each time it checks a server's tools against the pin: at start-up, after "
+    "the server is started again, and after the server says its tools changed. Reasons: "
+    "changed-since-pin, removed-upstream (no longer listed), refused-by-check (another load check)."
+)
+PIN_HEAD = "Refused at the pin"
 TOOLS_COLUMNS = ("server", "tool", "rule", "detail")
 TOOLS_NONE = "No tool was refused at the pin."
 TOOLS_UNREADABLE = "server {server}: its manifest cannot be read: {detail}"
 TOOLS_CHANGED = (
-    "What changed since each pin is read from the live servers, which the console never starts: "
-    "run {program} pin -config {config} -review"
+    "To review what changed since a pin, which is read from the live server (the console never starts "
+    "one): run {program} pin -config {config} -review"
 )
 
 # A withheld tool's detail (upstream/withholding), stored and shown on the Tools page.
