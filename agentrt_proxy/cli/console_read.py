@@ -10,11 +10,11 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from agentrt_proxy.canonical import durations
 from agentrt_proxy.cli import operator, task_views, verify_state
 from agentrt_proxy.cli import operator_views as views
 from agentrt_proxy.cli.late_outcomes import late_outcome_lines
 from agentrt_proxy.cli.watch_feed import waited
-from agentrt_proxy.canonical import durations
 from agentrt_proxy.config import Config
 from agentrt_proxy.gate import INTERRUPTED_SIDE_EFFECT, KIND_INTERRUPTED, approvals
 from agentrt_proxy.store import (

@@ -150,9 +150,11 @@ MOVES: tuple[tuple[str, str | int, str | int, str], ...] = (
     (TASK, TASK_WORKING, TASK_COMPLETED, "the call's answer is recorded (any answer: a result, REJECTED, ...)"),
     (TASK, TASK_WORKING, TASK_FAILED, "the call ended in a JSON-RPC error; 2025-11-25: a result with isError"),
     (TASK, TASK_WORKING, TASK_CANCELLED, "tasks/cancel, or its time to live passed, before an approval was granted"),
-    (WITHHOLDING, NEW, TOOL_WITHHELD, "serving withholds a pinned tool: changed since its pin, gone, refused"),
-    (WITHHOLDING, TOOL_WITHHELD, TOOL_WITHHELD, "seen withheld again: its reason, detail and last sighting renewed"),
-    (WITHHOLDING, TOOL_WITHHELD, TOOL_CLEARED, "the tool matches its pin again (the server reverted it)"),
+    # A check of a server's listing (store/withheld.py) withholds a pinned tool, finds it withheld
+    # again (its reason, detail and last sighting renewed), or finds it back on its pin.
+    (WITHHOLDING, NEW, TOOL_WITHHELD, "a check withholds"),
+    (WITHHOLDING, TOOL_WITHHELD, TOOL_WITHHELD, "withheld again"),
+    (WITHHOLDING, TOOL_WITHHELD, TOOL_CLEARED, "back on pin"),
 )
 
 # A state with nowhere to go is still a state (a write may keep it).

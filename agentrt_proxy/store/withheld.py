@@ -145,7 +145,5 @@ class WithheldTools:
 
 
 def _has_table(conn: sqlite3.Connection) -> bool:
-    row = conn.execute(
-        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'proxy_withheld_tools'"
-    ).fetchone()
+    row = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'proxy_withheld_tools'").fetchone()
     return row is not None

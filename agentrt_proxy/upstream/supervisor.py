@@ -37,8 +37,13 @@ from agentrt_proxy.text import load_text, model_text, operator_text, pin_text
 from agentrt_proxy.upstream.display import ToolDisplay, hints_of
 from agentrt_proxy.upstream.pins import LiveTool, Manifest
 from agentrt_proxy.upstream.registry import ListingFn, LoadError, LoadReport, UpstreamConnection, decide
-from agentrt_proxy.upstream.withholding import REFUSED_BY_CHECK, REFUSED_BY_SCAN, REMOVED_UPSTREAM, Withholding
-from agentrt_proxy.upstream.withholding import withheld_facts
+from agentrt_proxy.upstream.withholding import (
+    REFUSED_BY_CHECK,
+    REFUSED_BY_SCAN,
+    REMOVED_UPSTREAM,
+    Withholding,
+    withheld_facts,
+)
 
 __all__ = ["DEFAULT_TRIES", "Supervision", "Supervisor", "pinned_listing"]
 
@@ -289,9 +294,7 @@ class Supervisor:
         except LoadError as err:  # nothing registers now: every offered tool is off its pin
             refused = {entry.tool: (entry.kind, entry.reason) for entry in err.report.refused} if err.report else {}
             fallback = (REFUSED_BY_CHECK, str(err))
-            return withheld_facts(
-                self._manifest, [(r, *refused.get(r, fallback)) for r in self._offered], listing
-            )
+            return withheld_facts(self._manifest, [(r, *refused.get(r, fallback)) for r in self._offered], listing)
         registered = {tool.remote for tool in tools}
         refused = {entry.tool: (entry.kind, entry.reason) for entry in report.refused}
         gone = (REMOVED_UPSTREAM, pin_text.NO_LONGER_OFFERED)

@@ -70,11 +70,16 @@ def change_detail(pinned: PinnedTool, live: LiveTool) -> str:
     if wheres:
         shown = ", ".join(wheres[:MAX_FIELDS])
         more = len(wheres) - MAX_FIELDS
-        parts.append(console_text.WITHHELD_FIELDS.format(fields=shown + (console_text.WITHHELD_MORE.format(n=more)
-                                                                          if more > 0 else "")))
+        parts.append(
+            console_text.WITHHELD_FIELDS.format(
+                fields=shown + (console_text.WITHHELD_MORE.format(n=more) if more > 0 else "")
+            )
+        )
     schema, description = _live_hashes(live)
-    for what, was, now in (("inputSchema", pinned.schema_hash, schema), ("description", pinned.description_hash,
-                                                                          description)):
+    for what, was, now in (
+        ("inputSchema", pinned.schema_hash, schema),
+        ("description", pinned.description_hash, description),
+    ):
         if was != now:
             parts.append(console_text.WITHHELD_HASHES.format(what=what, pinned=_short(was), seen=_short(now)))
     return "; ".join(parts)

@@ -43,3 +43,30 @@ def test_each_configured_budget_shows_its_limit_and_window_beside_nothing_spent(
         ]
     finally:
         store.close()
+
+
+HOSTILE_DETAIL = "the description changed since the pin; <script>alert(1)</script> \u202e\x1b[2J" + "d" * 2000
+
+
+def test_a_withheld_tool_is_listed_escaped_and_bounded_as_show_escapes_and_the_page_never_carries_it_raw(
+    tmp_path: Path,
+) -> None:
+    from agentrt_proxy.cli import console_pages
+
+    store = Store.open(str(tmp_path / "proxy.db"))
+    try:
+        store.withheld.observe("wx", ["weather", "radar"], {"weather": ("changed-since-pin", HOSTILE_DETAIL),
+                                                            "radar": ("removed-upstream", "gone")},
+                               session="laptop", now_ns=1_700_000_000_000_000_000)  # fmt: skip
+        store.withheld.observe("wx", ["radar"], {}, session="laptop", now_ns=1_700_000_001_000_000_000)
+        now, cleared = console_read.withheld_now(store), console_read.withheld_cleared(store)
+    finally:
+        store.close()
+    [row] = now
+    assert row[:3] == ["wx", "weather", "changed-since-pin"] and row[6] == "laptop"
+    assert "\\u{202e}" in row[3] and "\x1b" not in row[3] and "bytes" in row[3]  # escaped, the rest counted
+    assert len(row[3].encode()) < console_read.WITHHELD_DETAIL_BYTES + 100
+    assert [c[:3] for c in cleared] == [["wx", "radar", "removed-upstream"]]
+    page = console_pages.tools_page(now, cleared, console_read.CLEARED_SHOWN, [], [])
+    assert "<script>alert" not in page and "&lt;script&gt;alert(1)&lt;/script&gt;" in page
+    assert page.count('<section class="withheld"><h2>') == 1 and page.count("<tr><td>wx</td>") == 2

@@ -39,7 +39,9 @@ def withheld_rows(db: Path) -> list[tuple[str, str, str, str, str]]:
     try:
         if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'proxy_withheld_tools'").fetchone():
             return []  # serve is still creating the file
-        return conn.execute("SELECT server, tool, reason, state, detail FROM proxy_withheld_tools ORDER BY id").fetchall()
+        return conn.execute(
+            "SELECT server, tool, reason, state, detail FROM proxy_withheld_tools ORDER BY id"
+        ).fetchall()
     finally:
         conn.close()
 
@@ -74,9 +76,9 @@ async def test_a_tool_changed_while_serving_is_a_withheld_row_the_console_lists_
 ) -> None:
     config = changing_config(tmp_path)
     db = tmp_path / "proxy.db"
-    async with host(program_argv, program_env, config) as (session, notes):
+    async with host(program_argv, program_env, config) as (session, _):
         assert text_of(await session.call_tool("wx_flip", {"variant": "enum"})) == "flipped"
-        [(server, tool, reason, state, detail)] = await rows_become(db, ["withheld"])
+        [(server, tool, reason, _, detail)] = await rows_become(db, ["withheld"])
         assert (server, tool, reason) == ("wx", "weather", "changed-since-pin")
         assert "inputSchema/properties/unit/enum" in detail and "inputSchema sha256 pinned" in detail
         assert await names(session) == ["gate_status", "wx_flip"]  # withheld indeed
@@ -88,7 +90,7 @@ async def test_a_tool_changed_while_serving_is_a_withheld_row_the_console_lists_
         assert section_rows(page, "cleared") == []
 
         assert text_of(await session.call_tool("wx_flip", {"variant": "pinned"})) == "flipped"
-        [(_, _, _, state, _)] = await rows_become(db, ["cleared"])  # the same row, kept
+        await rows_become(db, ["cleared"])  # the one row, cleared and kept: no second row
         assert await names(session) == ["gate_status", "wx_flip", "wx_weather"]
 
         page = await anyio.to_thread.run_sync(tools_page, program_argv, program_env, config)

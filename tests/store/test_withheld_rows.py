@@ -34,7 +34,8 @@ def rows(path: str) -> list[tuple[object, ...]]:
     conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     try:
         return conn.execute(
-            "SELECT server, tool, reason, state, first_seen, last_seen, cleared_at FROM proxy_withheld_tools ORDER BY id"
+            "SELECT server, tool, reason, state, first_seen, last_seen, cleared_at "
+            "FROM proxy_withheld_tools ORDER BY id"
         ).fetchall()
     finally:
         conn.close()
@@ -58,9 +59,7 @@ def test_seen_again_the_row_keeps_its_first_sighting_and_takes_the_latest_reason
     assert store.withheld.now()[0].session == "desk"
 
 
-def test_a_tool_back_on_its_pin_is_cleared_and_kept_and_a_new_withholding_is_a_new_row(
-    store: Store, path: str
-) -> None:
+def test_a_tool_back_on_its_pin_is_cleared_and_kept_and_a_new_withholding_is_a_new_row(store: Store, path: str) -> None:
     store.withheld.observe("wx", ["weather"], {"weather": CHANGED}, session="laptop", now_ns=5)
     assert store.withheld.observe("wx", ["weather"], {}, session="laptop", now_ns=7) == (0, 1)
     assert rows(path) == [("wx", "weather", "changed-since-pin", states.TOOL_CLEARED, 5, 5, 7)]
@@ -86,9 +85,7 @@ def test_a_check_that_finds_everything_on_its_pin_commits_nothing(store: Store) 
     assert store.commits == before
 
 
-def test_a_long_detail_is_cut_and_old_cleared_rows_are_dropped_beyond_the_history_kept(
-    store: Store, path: str
-) -> None:
+def test_a_long_detail_is_cut_and_old_cleared_rows_are_dropped_beyond_the_history_kept(store: Store, path: str) -> None:
     store.withheld.observe("wx", ["t"], {"t": ("changed-since-pin", "x" * (DETAIL_CHARS * 2))}, session="s", now_ns=1)
     assert len(store.withheld.now()[0].detail) == DETAIL_CHARS
     with store.write() as tx:  # history as if KEPT_CLEARED withholdings had come and gone
