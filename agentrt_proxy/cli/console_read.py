@@ -27,6 +27,7 @@ from agentrt_proxy.store import (
     NotFound,
     RunSummary,
     Store,
+    WithheldTool,
     pending_approvals,
 )
 from agentrt_proxy.text import console_text, escaping, operator_text
@@ -245,35 +246,22 @@ def _at(ns: int) -> str:
     return views.local_time(durations.format_time(ns))
 
 
+def _withheld_cells(w: WithheldTool, *times: int) -> list[str]:
+    detail = views.capped(w.detail, WITHHELD_DETAIL_BYTES)
+    cells = [escaping.clean(w.server, 200), escaping.clean(w.tool, 200), escaping.clean(w.reason, 40), detail]
+    return cells + [_at(at) for at in times]
+
+
 def withheld_now(store: Store) -> list[list[str]]:
     """(server, tool, reason, detail, first seen, last seen, session) per tool serving withholds now."""
     return [
-        [
-            escaping.clean(w.server, 200),
-            escaping.clean(w.tool, 200),
-            escaping.clean(w.reason, 40),
-            views.capped(w.detail, WITHHELD_DETAIL_BYTES),
-            _at(w.first_seen),
-            _at(w.last_seen),
-            escaping.clean(w.session, 200),
-        ]
-        for w in store.withheld.now()
+        [*_withheld_cells(w, w.first_seen, w.last_seen), escaping.clean(w.session, 200)] for w in store.withheld.now()
     ]
 
 
 def withheld_cleared(store: Store) -> list[list[str]]:
     """(server, tool, reason, detail, withheld from, cleared at) per withholding since cleared, newest first."""
-    return [
-        [
-            escaping.clean(w.server, 200),
-            escaping.clean(w.tool, 200),
-            escaping.clean(w.reason, 40),
-            views.capped(w.detail, WITHHELD_DETAIL_BYTES),
-            _at(w.first_seen),
-            _at(w.cleared_at),
-        ]
-        for w in store.withheld.cleared(CLEARED_SHOWN)
-    ]
+    return [_withheld_cells(w, w.first_seen, w.cleared_at) for w in store.withheld.cleared(CLEARED_SHOWN)]
 
 
 def refused_tools(config: Config) -> tuple[list[list[str]], list[str]]:
