@@ -148,6 +148,8 @@ class Supervisor:
         self._stopped = False  # gave up starting it
         self._withheld: dict[str, Withholding] = {}  # remote name -> why it no longer matches its pin
         # The start-up load's report while its check is still to be recorded (None: nothing to record).
+        # A server down at start-up has none: its tools were decided against the pins, not a listing,
+        # which says nothing of what changed; its first start records its own check.
         self._first_report = report if held is not None else None
         self._recording = asyncio.Lock()  # one record at a time, each of the state as it is then
         self._attempts = 0  # starts since the server last stayed up
@@ -319,14 +321,15 @@ class Supervisor:
                     withheld.update(
                         await anyio.to_thread.run_sync(lambda: withheld_facts(self._manifest, refused, listing))
                     )
-                    checked += [tool for tool, _, _ in refused]
+                    # Every pinned tool: one pinned again or no longer classified is no longer withheld.
+                    checked += [tool for tool in self._manifest.tools if tool not in checked]
+                    checked += [tool for tool, _, _ in refused if tool not in checked]
                 await supervision.record(self.name, checked, withheld)
             except Exception as err:  # the record is the console's: it never stops the server's serving
                 supervision.report(operator_text.withheld_not_recorded(self.name, f"{type(err).__name__}: {err}"))
 
     async def _record_start(self, supervision: Supervision) -> None:
-        """The start-up load's check, recorded once (a server down at start-up has none: its first
-        start records its own)."""
+        """The start-up load's check, recorded once."""
         report, self._first_report = self._first_report, None
         if report is not None:
             await self._record(supervision, report)
