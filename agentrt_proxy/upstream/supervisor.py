@@ -39,9 +39,9 @@ from agentrt_proxy.upstream.pins import LiveTool, Manifest
 from agentrt_proxy.upstream.registry import ListingFn, LoadError, LoadReport, UpstreamConnection, decide
 from agentrt_proxy.upstream.withholding import (
     REFUSED_BY_CHECK,
-    REFUSED_BY_SCAN,
     REMOVED_UPSTREAM,
     Withholding,
+    start_up_check,
     withheld_facts,
 )
 
@@ -233,7 +233,9 @@ class Supervisor:
 
     async def _supervise(self, supervision: Supervision) -> None:
         try:
-            await self._record_start(supervision)
+            first, self._first_report = self._first_report, None
+            if first is not None:  # the start-up load's check, recorded once
+                await self._record(supervision, first)
             while not self._closing:
                 if self._down is None:
                     await self._wait_down(supervision)
@@ -316,23 +318,14 @@ class Supervisor:
             checked, withheld = list(self._offered), dict(self._withheld)
             try:
                 if first is not None:
-                    refused = [(e.tool, e.kind, e.reason) for e in first.refused if e.kind != REFUSED_BY_SCAN]
-                    listing = self.listing() or []
-                    withheld.update(
-                        await anyio.to_thread.run_sync(lambda: withheld_facts(self._manifest, refused, listing))
+                    refused, listing = [(e.tool, e.kind, e.reason) for e in first.refused], self.listing() or []
+                    checked, found = await anyio.to_thread.run_sync(
+                        lambda: start_up_check(self._manifest, refused, listing, checked)
                     )
-                    # Every pinned tool: one pinned again or no longer classified is no longer withheld.
-                    checked += [tool for tool in self._manifest.tools if tool not in checked]
-                    checked += [tool for tool, _, _ in refused if tool not in checked]
+                    withheld.update(found)
                 await supervision.record(self.name, checked, withheld)
             except Exception as err:  # the record is the console's: it never stops the server's serving
                 supervision.report(operator_text.withheld_not_recorded(self.name, f"{type(err).__name__}: {err}"))
-
-    async def _record_start(self, supervision: Supervision) -> None:
-        """The start-up load's check, recorded once."""
-        report, self._first_report = self._first_report, None
-        if report is not None:
-            await self._record(supervision, report)
 
     def _take(self, held: UpstreamConnection, withheld: dict[str, Withholding], supervision: Supervision) -> None:
         """The new connection serves from now on (no await here: no call sees half of it)."""

@@ -8,7 +8,7 @@ seen) so the operator's console, a process of its own, can show it from the data
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from agentrt_proxy import canonical
@@ -24,6 +24,7 @@ __all__ = [
     "REMOVED_UPSTREAM",
     "WITHHOLDING_REASONS",
     "Withholding",
+    "start_up_check",
     "withheld_facts",
 ]
 
@@ -101,3 +102,14 @@ def withheld_facts(
             extra = console_text.WITHHELD_GONE.format(pinned=_short(pinned.schema_hash))
         out[tool] = Withholding(tool, reason, sentence, "; ".join(part for part in (sentence, extra) if part))
     return out
+
+
+def start_up_check(
+    manifest: Manifest, refused: Iterable[tuple[str, str, str]], listing: Iterable[LiveTool], offered: Sequence[str]
+) -> tuple[list[str], dict[str, Withholding]]:
+    """The start-up load's check as one record: (the tools checked, those withheld). Every pinned
+    tool counts as checked, so one pinned again or no longer classified is no longer withheld; the
+    scan's refusals are left out (the console shows them from the manifest)."""
+    kept = [entry for entry in refused if entry[1] != REFUSED_BY_SCAN]
+    checked = list(dict.fromkeys([*offered, *manifest.tools, *(tool for tool, _, _ in kept)]))
+    return checked, withheld_facts(manifest, kept, listing)

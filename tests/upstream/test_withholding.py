@@ -15,6 +15,7 @@ from agentrt_proxy.upstream.withholding import (
     REFUSED_BY_SCAN,
     REMOVED_UPSTREAM,
     WITHHOLDING_REASONS,
+    start_up_check,
     withheld_facts,
 )
 from tests.upstream.test_load_checks import READ, READ_SCHEMA, WRITE, fs_listing, live, pin, run_decide
@@ -90,3 +91,10 @@ def test_a_tool_that_matches_its_pin_is_not_refused_and_has_no_facts() -> None:
     _, report = run_decide({"read_file": READ, "write_file": WRITE})
     assert report.refused == []
     assert withheld_facts(pin(fs_listing()), [], fs_listing()) == {}
+
+
+def test_the_start_up_check_counts_every_pinned_tool_checked_and_leaves_the_scan_s_refusals_out() -> None:
+    refused = [("read_file", REMOVED_UPSTREAM, "gone"), ("steal", REFUSED_BY_SCAN, "refused at pin")]
+    checked, withheld = start_up_check(pin(fs_listing()), refused, fs_listing(), ["write_file"])
+    assert checked == ["write_file", "read_file"]  # the offered, then every pinned tool once
+    assert list(withheld) == ["read_file"] and withheld["read_file"].reason == REMOVED_UPSTREAM
