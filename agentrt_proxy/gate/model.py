@@ -335,6 +335,19 @@ class Verdict:
     run: Run | None = None
 
 
+@dataclass
+class Proposal:
+    """What a decided step carries between the policy's verdict and its tool's start: made by the
+    session (a proposal) and by collection (a grant acted on)."""
+
+    request: ToolRequest
+    decision: PolicyDecision
+    view: RunView
+    at_ns: int  # the Now it was decided at
+    spec_hash: str
+    grant: Approval | None = None  # the approval being acted on, when collected
+
+
 # --------------------------------------------------------------------------- time stamps
 
 

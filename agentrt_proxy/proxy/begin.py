@@ -9,9 +9,8 @@ import dataclasses
 from collections.abc import Callable
 
 from agentrt_proxy.gate import ALLOWED, DENIED, PENDING, TERMINAL, Attempt, Decision, PreparedDecision, Session, Verdict
-from agentrt_proxy.proxy import answers, verdict_text
-from agentrt_proxy.proxy.actions import Begin
-from agentrt_proxy.proxy.applied import Answer, Applied, Execute, Pending, Retry
+from agentrt_proxy.proxy import answers
+from agentrt_proxy.proxy.actions import Answer, Applied, Begin, Execute, Pending, Retry
 from agentrt_proxy.proxy.parts import MAX_DECIDES, CallParts
 from agentrt_proxy.proxy.reading import read_run
 from agentrt_proxy.proxy.settling import Settling, closing_of_denied
@@ -73,7 +72,7 @@ class Beginning:
             return Pending(verdict.approval)
         if verdict.outcome == DENIED:
             # closed and settled in the same transaction
-            return Answer(answers.prose(verdict_text.denied_text(verdict)))
+            return Answer(answers.prose(answers.denied_text(verdict)))
         run = read_run(self.store, run_id)
         return Answer(answers.prose(model_text.denied(run.reason_detail if run is not None else "the run ended")))
 

@@ -22,20 +22,24 @@ import anyio
 from agentrt_proxy import canonical
 from agentrt_proxy.gate import Limits
 from agentrt_proxy.mcp import CallContext
-from agentrt_proxy.proxy import answers, rules, verdict_text
+from agentrt_proxy.proxy import answers, rules
 from agentrt_proxy.proxy.actions import (
     Action,
+    Answer,
     Answering,
+    Applied,
     AskUnknown,
     AwaitApproval,
     Begin,
     Collect,
+    DecideAgain,
     Duplicate,
     Effect,
+    Execute,
     Expire,
+    Pending,
     TakeOver,
 )
-from agentrt_proxy.proxy.applied import Answer, Applied, DecideAgain, Execute, Pending
 from agentrt_proxy.proxy.attaching import Attaching
 from agentrt_proxy.proxy.begin import Beginning
 from agentrt_proxy.proxy.execute import Executing
@@ -130,7 +134,7 @@ class CallRules:
                     if instead is None:
                         continue  # decided meanwhile: decide again
                     return instead
-                return answers.prose(verdict_text.pending_text(applied.approval))
+                return answers.prose(answers.pending_text(applied.approval))
             # Retry: the call lost a race; read again.
         return answers.prose(model_text.in_progress())
 

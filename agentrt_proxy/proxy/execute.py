@@ -25,7 +25,7 @@ from agentrt_proxy.gate import (
 from agentrt_proxy.gate.budgets import settlement
 from agentrt_proxy.mcp.outcomes import ToolOutcome
 from agentrt_proxy.proxy import answers
-from agentrt_proxy.proxy.applied import Execute
+from agentrt_proxy.proxy.actions import Execute
 from agentrt_proxy.proxy.begin import Beginning, propose
 from agentrt_proxy.proxy.late_record import LateRecords
 from agentrt_proxy.proxy.parts import CallParts

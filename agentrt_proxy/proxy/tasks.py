@@ -39,7 +39,7 @@ from agentrt_proxy.canonical.encoder import Raw
 from agentrt_proxy.gate import INTERRUPTED_SIDE_EFFECT, Clock
 from agentrt_proxy.gate import approvals as gate_approvals
 from agentrt_proxy.mcp import CallContext, JsonRpcError, jsonrpc, tasks_wire
-from agentrt_proxy.proxy import answers, verdict_text
+from agentrt_proxy.proxy import answers
 from agentrt_proxy.proxy.calls import WhenPending
 from agentrt_proxy.proxy.guarded import UntrustedSource
 from agentrt_proxy.proxy.host_link import HostLink
@@ -239,7 +239,7 @@ class TaskBook:
         approval is decided (decide again); an answer for a question a task does not wait on."""
         if approval.kind == INTERRUPTED_SIDE_EFFECT:
             # An unknown outcome: whether it runs again is the operator's, never a task's.
-            return answers.prose(verdict_text.pending_text(approval))
+            return answers.prose(answers.pending_text(approval))
         row = await self._row(task_id)
         if row.approval_id != approval.id:
             message = model_text.task_waiting(approval.id)
