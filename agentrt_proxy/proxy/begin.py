@@ -15,7 +15,7 @@ from agentrt_proxy.proxy.parts import MAX_DECIDES, CallParts
 from agentrt_proxy.proxy.reading import read_run
 from agentrt_proxy.proxy.settling import Settling, closing_of_denied
 from agentrt_proxy.store import OUTCOME_UNSEEN, Approval, ClaimLost, ProxyCall, RunIdTaken, StoreError, call_record
-from agentrt_proxy.text import model_text
+from agentrt_proxy.text import model_text, operator_text
 from agentrt_proxy.upstream import LoadedTool
 
 
@@ -85,9 +85,7 @@ class Beginning:
         if open_row is not None:
             run = read_run(self.store, open_row.run_id)
             if run is not None and run.status not in TERMINAL:
-                self.log.error(
-                    f"run {run.id}: asking again about an unknown outcome: the request's run {run.id} has not finished"
-                )
+                self.log.error(operator_text.reopen_not_finished(run.id))
                 return None
         for _ in range(MAX_DECIDES):
             run_id = self.draw_run_id()
@@ -102,7 +100,7 @@ class Beginning:
         if verdict.outcome == PENDING and verdict.approval is not None:
             self.log.waits(verdict.approval, tool.name)
             return verdict.approval
-        self.log.error(f"run {run_id}: asking again about an unknown outcome: no approval was opened")
+        self.log.error(operator_text.reopen_no_approval(run_id))
         started.close()
         return None
 

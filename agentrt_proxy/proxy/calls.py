@@ -58,7 +58,7 @@ from agentrt_proxy.store import (
     WouldBlock,
     new_run_id,
 )
-from agentrt_proxy.text import model_text
+from agentrt_proxy.text import model_text, operator_text
 from agentrt_proxy.upstream import LoadedTool
 
 WOULD_BLOCK = object()  # _decide_inline: decide again in a worker thread
@@ -216,7 +216,7 @@ class CallRules:
             return Answer(self._duplicate(tool, action))
         if isinstance(action, Answering):
             return Answer(answers.prose(action.text))
-        raise TypeError(f"the rules answered an action nothing applies: {action!r}")
+        raise TypeError(operator_text.BUG_UNAPPLIED_ACTION.format(action=action))
 
     def _duplicate(self, tool: LoadedTool, action: Duplicate) -> dict[str, Any]:
         """DUPLICATE. Quoting the earlier result or error, it quotes the server's text, read from

@@ -171,7 +171,7 @@ class Executing:
             args_text = canonical.policy_text(args if args is not None else {})
             step = session.step()
         except (StoreError, StopIteration) as err:
-            self.log.error(f"run {run_id}: reading the attempt: {err}")
+            self.log.error(operator_text.reading_attempt_failed(run_id, str(err)))
             session.close()
             return answers.prose(model_text.unknown_outcome(ended, None, error))
         if step is None:  # the run's step limit ended it: ask again in a fresh run

@@ -14,6 +14,7 @@ from agentrt_proxy.proxy.parts import OperatorLog
 from agentrt_proxy.proxy.reading import read_run
 from agentrt_proxy.proxy.rules import ToolFacts, last_attempt_of, settlement
 from agentrt_proxy.store import ProxyCall, Store, StoreError
+from agentrt_proxy.text import operator_text
 from agentrt_proxy.text.operator_text import CLOSE_DENIED, CLOSE_INVALID
 
 
@@ -60,7 +61,7 @@ class Settling:
         try:
             session.fail(message)
         except StoreError as err:
-            self.log.error(f"run {session.run_id}: closing: {err}")
+            self.log.error(operator_text.closing_failed(session.run_id, str(err)))
         finally:
             session.close()
         self.settle_run(session.run_id)
