@@ -6,7 +6,6 @@ propose the call, all in ONE write transaction (docs/decisions/0005).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 
 from agentrt_proxy.gate import ALLOWED, DENIED, PENDING, TERMINAL, Attempt, Decision, PreparedDecision, Session, Verdict
 from agentrt_proxy.proxy import answers
@@ -14,7 +13,16 @@ from agentrt_proxy.proxy.actions import Answer, Applied, Begin, Execute, Pending
 from agentrt_proxy.proxy.parts import MAX_DECIDES, CallParts
 from agentrt_proxy.proxy.reading import read_run
 from agentrt_proxy.proxy.settling import Settling, closing_of_denied
-from agentrt_proxy.store import OUTCOME_UNSEEN, Approval, ClaimLost, ProxyCall, RunIdTaken, StoreError, call_record
+from agentrt_proxy.store import (
+    OUTCOME_UNSEEN,
+    Approval,
+    ClaimLost,
+    ProxyCall,
+    RunIdTaken,
+    StoreError,
+    call_record,
+    new_run_id,
+)
 from agentrt_proxy.text import model_text, operator_text
 from agentrt_proxy.upstream import LoadedTool
 
@@ -45,14 +53,18 @@ def prepare_call(parts: CallParts, tool_name: str, arguments_text: str | None, o
 
 
 class Beginning:
-    def __init__(self, parts: CallParts, settling: Settling, draw_run_id: Callable[[], str]) -> None:
+    def __init__(self, parts: CallParts, settling: Settling) -> None:
         self.parts = parts
         self.store = parts.store
         self.index = parts.store.index
         self.settling = settling
         self.log = parts.log
         self.session = parts.settings.session
-        self.draw_run_id = draw_run_id
+
+    def draw_run_id(self) -> str:
+        """A new run's id, drawn on each use (tests/harness.draw_run_ids replaces it, so a test can
+        make two ids collide)."""
+        return new_run_id(self.session)
 
     def begin(self, tool: LoadedTool, key: str | None, arguments_text: str | None, begin: Begin) -> Applied:
         """A new run (reusing the open row's id if its run never began), the call proposed
