@@ -97,7 +97,7 @@ class Beginning:
         if open_row is not None:
             run = read_run(self.store, open_row.run_id)
             if run is not None and run.status not in TERMINAL:
-                self.log.error(operator_text.reopen_not_finished(run.id))
+                self.log.error(operator_text.REOPEN_NOT_FINISHED.format(run_id=run.id))
                 return None
         for _ in range(MAX_DECIDES):
             run_id = self.draw_run_id()
@@ -112,7 +112,7 @@ class Beginning:
         if verdict.outcome == PENDING and verdict.approval is not None:
             self.log.waits(verdict.approval, tool.name)
             return verdict.approval
-        self.log.error(operator_text.reopen_no_approval(run_id))
+        self.log.error(operator_text.REOPEN_NO_APPROVAL.format(run_id=run_id))
         started.close()
         return None
 

@@ -145,7 +145,7 @@ class Executing:
             args_text = canonical.policy_text(args if args is not None else {})
             step = session.step()
         except (StoreError, StopIteration) as err:
-            self.log.error(operator_text.reading_attempt_failed(run_id, str(err)))
+            self.log.error(operator_text.READING_ATTEMPT_FAILED.format(run_id=run_id, detail=err))
             session.close()
             return answers.prose(model_text.unknown_outcome(ended, None, error))
         if step is None:  # the run's step limit ended it: ask again in a fresh run

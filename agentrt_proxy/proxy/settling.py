@@ -106,7 +106,7 @@ class Settling:
         try:
             session.fail(message)
         except StoreError as err:
-            self.log.error(operator_text.closing_failed(session.run_id, str(err)))
+            self.log.error(operator_text.CLOSING_FAILED.format(run_id=session.run_id, detail=err))
         finally:
             session.close()
         self.settle_run(session.run_id)

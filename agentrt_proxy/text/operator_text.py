@@ -76,20 +76,10 @@ def could_not_take_over(run_id: str, tool: str, detail: str) -> str:
 
 # A step of a call's handling that failed, said on an error line (``operator_error``): the run, what
 # the proxy was doing, and the store's or the gate's reason (proxy/begin, execute, settling).
-def reopen_not_finished(run_id: str) -> str:
-    return f"run {run_id}: asking again about an unknown outcome: the request's run {run_id} has not finished"
-
-
-def reopen_no_approval(run_id: str) -> str:
-    return f"run {run_id}: asking again about an unknown outcome: no approval was opened"
-
-
-def reading_attempt_failed(run_id: str, detail: str) -> str:
-    return f"run {run_id}: reading the attempt: {detail}"
-
-
-def closing_failed(run_id: str, detail: str) -> str:
-    return f"run {run_id}: closing: {detail}"
+REOPEN_NOT_FINISHED = "run {run_id}: asking again about an unknown outcome: the request's run {run_id} has not finished"
+REOPEN_NO_APPROVAL = "run {run_id}: asking again about an unknown outcome: no approval was opened"
+READING_ATTEMPT_FAILED = "run {run_id}: reading the attempt: {detail}"
+CLOSING_FAILED = "run {run_id}: closing: {detail}"
 
 
 def not_recorded(goal: str, detail: str) -> str:
