@@ -224,7 +224,7 @@ def draw_run_ids(h: Harness, run_ids: list[str]) -> list[str]:
         drawn.append(run_ids[len(drawn)])
         return drawn[-1]
 
-    h.proxy.runtime.rules._new_run_id = next_id  # type: ignore[method-assign]
+    h.proxy.runtime.rules.beginning.draw_run_id = next_id  # type: ignore[method-assign]
     return drawn
 
 

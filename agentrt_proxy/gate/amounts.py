@@ -16,7 +16,13 @@ from typing import Any
 
 from agentrt_proxy.canonical import Number
 from agentrt_proxy.canonical.currency import currency_code
-from agentrt_proxy.text.record_text import WHY_NOT_A_CURRENCY
+from agentrt_proxy.text.record_text import (
+    WHY_ABSENT,
+    WHY_NEGATIVE,
+    WHY_NOT_A_CURRENCY,
+    WHY_NOT_A_NUMBER,
+    WHY_PAST_BOUND,
+)
 
 MAX_AMOUNT = Decimal("1e15")
 MIN_EXPONENT = -18  # more decimal places than this is no amount a budget can count
@@ -31,7 +37,7 @@ class Resolved:
 @dataclass(frozen=True)
 class Unresolved:
     field: str
-    why: str  # "absent", "not a JSON number", "negative", "past the bound", "currency ..."
+    why: str  # "absent", WHY_NOT_A_NUMBER, "negative", WHY_PAST_BOUND, "currency ..."
 
 
 def pointer(args: Any, field: str) -> tuple[bool, Any]:
@@ -70,20 +76,20 @@ def exact(value: Any) -> Decimal | None:
 def resolve(args: Any, amount_field: str, currency_field: str | None) -> Resolved | Unresolved:
     found, value = pointer(args, amount_field)
     if not found:
-        return Unresolved(amount_field, "absent")
+        return Unresolved(amount_field, WHY_ABSENT)
     amount = exact(value)
     if amount is None:
-        return Unresolved(amount_field, "not a JSON number")
+        return Unresolved(amount_field, WHY_NOT_A_NUMBER)
     if amount < 0:
-        return Unresolved(amount_field, "negative")
+        return Unresolved(amount_field, WHY_NEGATIVE)
     exponent = amount.as_tuple().exponent
     if amount > MAX_AMOUNT or (isinstance(exponent, int) and exponent < MIN_EXPONENT and amount != 0):
-        return Unresolved(amount_field, "past the bound")
+        return Unresolved(amount_field, WHY_PAST_BOUND)
     currency = ""
     if currency_field is not None:
         found, value = pointer(args, currency_field)
         if not found:
-            return Unresolved(currency_field, "absent")
+            return Unresolved(currency_field, WHY_ABSENT)
         code = currency_code(value)
         if code is None:
             return Unresolved(currency_field, WHY_NOT_A_CURRENCY)

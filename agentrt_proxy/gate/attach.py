@@ -24,6 +24,7 @@ from agentrt_proxy.gate.model import (
     Limits,
     Policy,
     PolicyDecision,
+    Proposal,
     Reconcile,
     Reconciliation,
     RunSession,
@@ -36,7 +37,6 @@ from agentrt_proxy.gate.model import (
     observation_json,
     observe,
 )
-from agentrt_proxy.gate.proposal import Proposal
 from agentrt_proxy.gate.transitions import expire_approval, fail_step, finish_run, pause
 from agentrt_proxy.store import (
     APPROVAL_PENDING,

@@ -21,13 +21,13 @@ from agentrt_proxy.gate.model import (
     ENDED,
     PENDING,
     REQUIRE_APPROVAL,
+    Proposal,
     RunSession,
     Verdict,
     fmt,
     invalid_decision,
     observe,
 )
-from agentrt_proxy.gate.proposal import Proposal
 from agentrt_proxy.gate.transitions import fail_step, finish_run, pause, record_policy_row
 from agentrt_proxy.store import (
     AWAITING,

@@ -25,6 +25,7 @@ from agentrt_proxy.gate.model import (
     EXECUTED,
     PENDING,
     Observation,
+    Proposal,
     RunSession,
     ToolRequest,
     Verdict,
@@ -33,7 +34,6 @@ from agentrt_proxy.gate.model import (
     observation_from_outcome,
     observe,
 )
-from agentrt_proxy.gate.proposal import Proposal
 from agentrt_proxy.gate.transitions import expire_approval, record_outcome, record_policy_row, stand_not_sent
 from agentrt_proxy.mcp import outcomes
 from agentrt_proxy.store import (

@@ -21,6 +21,7 @@ from agentrt_proxy.config import REQUIRE_APPROVAL as REQUIRE_APPROVAL
 from agentrt_proxy.gate import attempts
 from agentrt_proxy.mcp import outcomes
 from agentrt_proxy.store import Approval, Run, Step, Store, Tx
+from agentrt_proxy.text.operator_text import BUG_NOT_AN_OUTCOME
 from agentrt_proxy.text.record_text import (
     ERR_ARGS_UNUSABLE,
     ERR_HTTP_STATUS,
@@ -309,7 +310,7 @@ def observation_from_outcome(tool: str, outcome: outcomes.ToolOutcome) -> Observ
         except UnicodeDecodeError:
             refused["content_base64"] = base64.b64encode(outcome.raw).decode("ascii")
         return observe("tool_error", refused, SUMMARY_INVALID_CONTENT.format(tool=tool, reason=outcome.reason))
-    raise TypeError(f"not a tool outcome: {type(outcome).__name__}")
+    raise TypeError(BUG_NOT_AN_OUTCOME.format(type=type(outcome).__name__))
 
 
 def tool_error(tool: str, error: str, failure: str) -> Observation:
@@ -333,6 +334,19 @@ class Verdict:
     observation: Observation | None = None
     approval: Approval | None = None
     run: Run | None = None
+
+
+@dataclass
+class Proposal:
+    """What a decided step carries between the policy's verdict and its tool's start: made by the
+    session (a proposal) and by collection (a grant acted on)."""
+
+    request: ToolRequest
+    decision: PolicyDecision
+    view: RunView
+    at_ns: int  # the Now it was decided at
+    spec_hash: str
+    grant: Approval | None = None  # the approval being acted on, when collected
 
 
 # --------------------------------------------------------------------------- time stamps

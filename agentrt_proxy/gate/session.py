@@ -27,13 +27,13 @@ from agentrt_proxy.gate.model import (
     Limits,
     Policy,
     PreparedDecision,
+    Proposal,
     RunView,
     ToolRequest,
     Verdict,
     fmt,
     invalid_decision,
 )
-from agentrt_proxy.gate.proposal import Proposal
 from agentrt_proxy.gate.transitions import fail_step, finish_run, resume_run
 from agentrt_proxy.store import (
     COMPLETED,

@@ -11,8 +11,16 @@ from __future__ import annotations
 from typing import Any
 
 from agentrt_proxy.canonical.encoder import Raw, go_json
-from agentrt_proxy.gate.model import Limits, Observation, PolicyDecision, RunView, ToolRequest, fmt, observation_json
-from agentrt_proxy.gate.proposal import Proposal
+from agentrt_proxy.gate.model import (
+    Limits,
+    Observation,
+    PolicyDecision,
+    Proposal,
+    RunView,
+    ToolRequest,
+    fmt,
+    observation_json,
+)
 from agentrt_proxy.store import (
     APPROVAL_PENDING,
     APPROVAL_STANDS,

@@ -1,15 +1,19 @@
-"""What the rules across calls answer (``rules.decide``): an action, and the settlements found.
+"""What the rules across calls answer (``rules.decide``): an action, and the settlements found;
+and what applying an action came to (``Applied``).
 
 Small frozen values, applied by ``calls.CallRules`` and its parts: an answer, an approval to
 wait on, an effect on a run (then the rules decide again), asking again about an unknown
-outcome, or a new run; and the index rows found finished and unsettled on the way.
+outcome, or a new run; and the index rows found finished and unsettled on the way. Applying
+one (``attaching``, ``begin``) comes to a finished answer, a run to execute, an approval to
+hold the call on, or a lost race to decide again after.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
-from agentrt_proxy.gate import Attempt
+from agentrt_proxy.gate import Attempt, Session
 from agentrt_proxy.proxy.view import Read
 from agentrt_proxy.store import Approval, ProxyCall
 from agentrt_proxy.text import model_text
@@ -129,3 +133,44 @@ Settlement = Settle | SettleEmpty
 class NextStep:
     action: Action | Read
     settle: tuple[Settlement, ...] = ()  # written before the action is applied or the read made
+
+
+# ------------------------------------------------------------- what applying one came to
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A finished answer for the host: a ``CallToolResult``."""
+
+    result: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Execute:
+    """A run whose proposal the gate allowed: execute it, outside the lock."""
+
+    session: Session
+    row: ProxyCall | None = None  # a new run's index row as its begin transaction left it (unsettled)
+
+
+@dataclass(frozen=True)
+class Pending:
+    """The request waits on this approval: hold the call, then answer pending."""
+
+    approval: Approval
+
+
+@dataclass(frozen=True)
+class Retry:
+    """The call lost a race: decide again. ``id_taken``: what it lost was only its run id
+    (another call drew the same one), so the same step with a new id can go on."""
+
+    id_taken: bool = False
+
+
+@dataclass(frozen=True)
+class DecideAgain:
+    """An effect changed what the next read sees, and answered nothing: decide again."""
+
+
+Applied = Answer | Execute | Pending | Retry

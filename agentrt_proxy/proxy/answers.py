@@ -2,20 +2,27 @@
 
 A tool's own result is its recorded content as the server sent it: every content block, its
 structured content and its ``_meta`` (decision 0015), kept literally. Every other answer is one
-text block and ``isError``. What the text says lives in ``text/model_text.py``; the texts of the
-gate's verdicts are in ``verdict_text`` (this module stays free of the gate, so the runtime can
-import it before the gate has loaded).
+text block and ``isError``. What the text says lives in ``text/model_text.py``; which of its
+sentences a verdict of the gate gets is chosen here (``pending_text``, ``denied_text``).
+
+The runtime imports this module before the gate has loaded (``runtime``: the gate is imported in
+a worker thread while the upstreams connect), so the gate is imported only inside the two
+functions that read its verdicts, by which time it has loaded, and its types only for mypy.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from agentrt_proxy import canonical
 from agentrt_proxy.canonical.encoder import Raw
 from agentrt_proxy.mcp.outcomes import CALL_TOOL_RESULT
 from agentrt_proxy.mcp.shared_text import expand
 from agentrt_proxy.text import model_text
+
+if TYPE_CHECKING:
+    from agentrt_proxy.gate import Verdict
+    from agentrt_proxy.store import Approval
 
 
 def text_result(text: str, *, is_error: bool, structured: str | None = None) -> dict[str, Any]:
@@ -119,3 +126,31 @@ def for_output_schema(result: dict[str, Any]) -> dict[str, Any]:
 def tool_error(error: str) -> dict[str, Any]:
     """A tool's recorded error, escaped and bounded."""
     return text_result(model_text.error_result(error), is_error=True)
+
+
+# --------------------------------------------------------------------- the gate's verdicts
+
+
+def pending_text(approval: Approval) -> str:
+    """PENDING_APPROVAL, or for an interruption INTERRUPTED / UNKNOWN_OUTCOME by how it ended."""
+    from agentrt_proxy.gate import INTERRUPTED_SIDE_EFFECT, attempts  # loaded by now: see the top
+
+    if approval.kind != INTERRUPTED_SIDE_EFFECT:
+        return model_text.pending_approval(approval.id)
+    attempt = attempts.interrupted_attempt(approval)
+    if attempt is None or attempt.ended == "cut_off":
+        return model_text.interrupted(approval.id)
+    return model_text.unknown_outcome(attempt.ended, approval.id)
+
+
+def denied_text(verdict: Verdict) -> str:
+    """DENIED with the policy's reason, or INVALID with the validation error."""
+    from agentrt_proxy.gate.guards import OVER_BUDGET_KIND  # loaded by now: see the top
+
+    obs = verdict.observation
+    content = obs.content if obs is not None and isinstance(obs.content, dict) else {}
+    if obs is not None and obs.kind == "invalid_decision":
+        return model_text.invalid(str(content.get("error", "")))
+    if content.get("kind") == OVER_BUDGET_KIND:
+        return model_text.over_budget(str(content.get("reason", "")))
+    return model_text.denied(str(content.get("reason", "")))

@@ -16,8 +16,8 @@ from agentrt_proxy.gate import (
     Verdict,
     attempts,
 )
-from agentrt_proxy.proxy import answers, verdict_text
-from agentrt_proxy.proxy.applied import Answer, Applied, DecideAgain, Execute, Pending, Retry
+from agentrt_proxy.proxy import answers
+from agentrt_proxy.proxy.actions import Answer, Applied, DecideAgain, Execute, Pending, Retry
 from agentrt_proxy.proxy.guarded import Guarded
 from agentrt_proxy.proxy.late_record import late_summary
 from agentrt_proxy.proxy.parts import OperatorLog
@@ -79,7 +79,7 @@ class Attaching:
             return Pending(verdict.approval)
         if verdict.outcome == DENIED and session is not None:
             self.settling.close_run(session, closing_of_denied(verdict))
-            return Answer(answers.prose(verdict_text.denied_text(verdict)))
+            return Answer(answers.prose(answers.denied_text(verdict)))
         if verdict.outcome == ENDED:
             return DecideAgain()  # e.g. the grant was too old: rule 4 answers EXPIRED
         if session is not None:

@@ -6,17 +6,24 @@ propose the call, all in ONE write transaction (docs/decisions/0005).
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 
 from agentrt_proxy.gate import ALLOWED, DENIED, PENDING, TERMINAL, Attempt, Decision, PreparedDecision, Session, Verdict
-from agentrt_proxy.proxy import answers, verdict_text
-from agentrt_proxy.proxy.actions import Begin
-from agentrt_proxy.proxy.applied import Answer, Applied, Execute, Pending, Retry
+from agentrt_proxy.proxy import answers
+from agentrt_proxy.proxy.actions import Answer, Applied, Begin, Execute, Pending, Retry
 from agentrt_proxy.proxy.parts import MAX_DECIDES, CallParts
 from agentrt_proxy.proxy.reading import read_run
 from agentrt_proxy.proxy.settling import Settling, closing_of_denied
-from agentrt_proxy.store import OUTCOME_UNSEEN, Approval, ClaimLost, ProxyCall, RunIdTaken, StoreError, call_record
-from agentrt_proxy.text import model_text
+from agentrt_proxy.store import (
+    OUTCOME_UNSEEN,
+    Approval,
+    ClaimLost,
+    ProxyCall,
+    RunIdTaken,
+    StoreError,
+    call_record,
+    new_run_id,
+)
+from agentrt_proxy.text import model_text, operator_text
 from agentrt_proxy.upstream import LoadedTool
 
 
@@ -46,14 +53,18 @@ def prepare_call(parts: CallParts, tool_name: str, arguments_text: str | None, o
 
 
 class Beginning:
-    def __init__(self, parts: CallParts, settling: Settling, draw_run_id: Callable[[], str]) -> None:
+    def __init__(self, parts: CallParts, settling: Settling) -> None:
         self.parts = parts
         self.store = parts.store
         self.index = parts.store.index
         self.settling = settling
         self.log = parts.log
         self.session = parts.settings.session
-        self.draw_run_id = draw_run_id
+
+    def draw_run_id(self) -> str:
+        """A new run's id, drawn on each use (tests/harness.draw_run_ids replaces it, so a test can
+        make two ids collide)."""
+        return new_run_id(self.session)
 
     def begin(self, tool: LoadedTool, key: str | None, arguments_text: str | None, begin: Begin) -> Applied:
         """A new run (reusing the open row's id if its run never began), the call proposed
@@ -73,7 +84,7 @@ class Beginning:
             return Pending(verdict.approval)
         if verdict.outcome == DENIED:
             # closed and settled in the same transaction
-            return Answer(answers.prose(verdict_text.denied_text(verdict)))
+            return Answer(answers.prose(answers.denied_text(verdict)))
         run = read_run(self.store, run_id)
         return Answer(answers.prose(model_text.denied(run.reason_detail if run is not None else "the run ended")))
 
@@ -86,9 +97,7 @@ class Beginning:
         if open_row is not None:
             run = read_run(self.store, open_row.run_id)
             if run is not None and run.status not in TERMINAL:
-                self.log.error(
-                    f"run {run.id}: asking again about an unknown outcome: the request's run {run.id} has not finished"
-                )
+                self.log.error(operator_text.REOPEN_NOT_FINISHED.format(run_id=run.id))
                 return None
         for _ in range(MAX_DECIDES):
             run_id = self.draw_run_id()
@@ -103,7 +112,7 @@ class Beginning:
         if verdict.outcome == PENDING and verdict.approval is not None:
             self.log.waits(verdict.approval, tool.name)
             return verdict.approval
-        self.log.error(f"run {run_id}: asking again about an unknown outcome: no approval was opened")
+        self.log.error(operator_text.REOPEN_NO_APPROVAL.format(run_id=run_id))
         started.close()
         return None
 

@@ -22,20 +22,24 @@ import anyio
 from agentrt_proxy import canonical
 from agentrt_proxy.gate import Limits
 from agentrt_proxy.mcp import CallContext
-from agentrt_proxy.proxy import answers, rules, verdict_text
+from agentrt_proxy.proxy import answers, rules
 from agentrt_proxy.proxy.actions import (
     Action,
+    Answer,
     Answering,
+    Applied,
     AskUnknown,
     AwaitApproval,
     Begin,
     Collect,
+    DecideAgain,
     Duplicate,
     Effect,
+    Execute,
     Expire,
+    Pending,
     TakeOver,
 )
-from agentrt_proxy.proxy.applied import Answer, Applied, DecideAgain, Execute, Pending
 from agentrt_proxy.proxy.attaching import Attaching
 from agentrt_proxy.proxy.begin import Beginning
 from agentrt_proxy.proxy.execute import Executing
@@ -52,9 +56,8 @@ from agentrt_proxy.store import (
     StoreLocked,
     StoreReadOnly,
     WouldBlock,
-    new_run_id,
 )
-from agentrt_proxy.text import model_text
+from agentrt_proxy.text import model_text, operator_text
 from agentrt_proxy.upstream import LoadedTool
 
 WOULD_BLOCK = object()  # _decide_inline: decide again in a worker thread
@@ -73,21 +76,19 @@ class CallRules:
         self.store = parts.store
         self.lock = anyio.Lock()
         self.facts = parts.tool_facts()
+        # What the policy says of each tool, before any re-run: the configuration's, fixed for the
+        # life of the process, so read once here (the gate evaluates the policy in full as it decides).
+        self.outcomes = {name: parts.policy.decide(parts.policy.tools[name])[0] for name in self.facts}
         self.session_facts = rules.SessionFacts(parts.settings.max_pending, parts.settings.grant_ttl, self.facts)
-        self.settling = Settling(parts.store, parts.clock, self.facts, parts.log)
+        self.settling = Settling(parts.store, parts.clock, self.facts, parts.log, parts.guarded)
         self.attaching = Attaching(parts.gate, self.settling, parts.log, parts.guarded)
-        # Drawn through this object on each call, so a test can make two ids collide
-        # (tests/harness.draw_run_ids replaces ``_new_run_id``).
-        self.beginning = Beginning(parts, self.settling, lambda: self._new_run_id())
+        self.beginning = Beginning(parts, self.settling)
         self.executing = Executing(parts, self.settling, self.beginning, self.lock)
         self.hold = CallHold(parts.store, parts.clock, parts.settings, shutting_down)
 
     @property
     def limits(self) -> Limits:
         return self.parts.settings.limits
-
-    def _new_run_id(self) -> str:
-        return new_run_id(self.parts.settings.session)
 
     # ================================================================= one tools/call
 
@@ -99,7 +100,8 @@ class CallRules:
         None once the approval was decided, to decide again."""
         # One relay per call: the hold's progress and the server's reach the host under its token.
         progress = ProgressRelay(ctx)
-        return await progress.around(lambda: self._handle(tool, arguments_text, ctx, progress, when_pending))
+        async with progress.relaying():
+            return await self._handle(tool, arguments_text, ctx, progress, when_pending)
 
     async def _handle(
         self, tool: LoadedTool, arguments_text: str | None, ctx: CallContext, progress: ProgressRelay,
@@ -130,7 +132,7 @@ class CallRules:
                     if instead is None:
                         continue  # decided meanwhile: decide again
                     return instead
-                return answers.prose(verdict_text.pending_text(applied.approval))
+                return answers.prose(answers.pending_text(applied.approval))
             # Retry: the call lost a race; read again.
         return answers.prose(model_text.in_progress())
 
@@ -169,7 +171,7 @@ class CallRules:
         An effect that answers nothing (an expiry, a take-over, a collection the gate ended)
         changes what the next read sees: its run is read again and the rules decide again."""
         facts = self.facts[tool.name]
-        outcome, _ = self.parts.policy.decide(self.parts.policy.tools[tool.name])
+        outcome = self.outcomes[tool.name]
         now = self.parts.clock.now_ns()
         call = rules.CallFacts(facts, key, outcome, now, self.parts.gate.wall.now_ns())  # leases: the gate's wall clock
         reader = CallReader(self.store, self.parts.clock, self.parts.settings.session, tool.name, key, now,
@@ -212,7 +214,7 @@ class CallRules:
             return Answer(self._duplicate(tool, action))
         if isinstance(action, Answering):
             return Answer(answers.prose(action.text))
-        raise TypeError(f"the rules answered an action nothing applies: {action!r}")
+        raise TypeError(operator_text.BUG_UNAPPLIED_ACTION.format(action=action))
 
     def _duplicate(self, tool: LoadedTool, action: Duplicate) -> dict[str, Any]:
         """DUPLICATE. Quoting the earlier result or error, it quotes the server's text, read from

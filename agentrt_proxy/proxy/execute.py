@@ -5,6 +5,7 @@ operator, in the same run, whether the recorded request runs again (proxy-and-mc
 
 from __future__ import annotations
 
+import functools
 from typing import Any
 
 import anyio
@@ -18,23 +19,20 @@ from agentrt_proxy.gate import (
     Observation,
     OutcomeNotRecorded,
     Session,
-    ToolRequest,
     Verdict,
     attempts,
 )
-from agentrt_proxy.gate.budgets import settlement
-from agentrt_proxy.mcp.outcomes import ToolOutcome
 from agentrt_proxy.proxy import answers
-from agentrt_proxy.proxy.applied import Execute
+from agentrt_proxy.proxy.actions import Execute
 from agentrt_proxy.proxy.begin import Beginning, propose
 from agentrt_proxy.proxy.late_record import LateRecords
 from agentrt_proxy.proxy.parts import CallParts
 from agentrt_proxy.proxy.progress import ProgressRelay
 from agentrt_proxy.proxy.rules import ToolFacts
-from agentrt_proxy.proxy.settling import Settling
+from agentrt_proxy.proxy.settling import Settling, unknown_ending
 from agentrt_proxy.store import Approval, ApprovalExpired, LeaseLost, RunStateError, StoreError
 from agentrt_proxy.text import model_text, operator_text
-from agentrt_proxy.text.operator_text import CLOSE_DENIED, CLOSE_ERROR, CLOSE_NOT_SENT, CLOSE_UNRECORDED
+from agentrt_proxy.text.operator_text import CLOSE_DENIED, CLOSE_UNRECORDED
 from agentrt_proxy.upstream import LoadedTool
 
 Result = dict[str, Any]
@@ -59,36 +57,12 @@ class Executing:
             lambda: self.parts.untrusted.returned(tool.server, tool.name, session.run_id, via="progress")
         )
 
-        async def call_upstream(request: ToolRequest) -> ToolOutcome:
-            return await tool.call(canonical.policy_text(request.args), on_progress)
-
-        closed: list[str] = []
-
+        # The gate calls the tool, and, inside the transaction that records its outcome, the
+        # proxy's settling (the row, the budgets, the closing decision: ``Settling.recording``).
+        call_upstream = functools.partial(tool.call_request, on_progress=on_progress)
+        closed: list[str] = []  # the closing decision the recording wrote, once
+        on_recorded = self.settling.recording(session, facts, allowed.row, closed)
         guarded = self.parts.guarded
-
-        def on_recorded(obs: Observation) -> None:
-            # Inside the transaction that records the outcome (docs/decisions/0005): a known
-            # outcome settles the row, and a known tool error also gets the proxy's closing decision.
-            # A budget's reservation is spent with a result and with an UNRECORDED answer (the
-            # server answered: it executed), released with a failure that ran nothing (not sent,
-            # the server's own error), and kept while the outcome is unknown (docs/decisions/0017).
-            if guarded is not None and obs.kind in ("tool_result", "tool_error"):
-                unknown = obs.kind == "tool_error" and _unknown_ending(facts, obs) is not None
-                executed = obs.kind == "tool_result" or _unrecorded(facts, obs)
-                guarded.settle(session.run_id, tool.name, settlement(executed=executed, unknown=unknown))
-            if obs.kind == "tool_result":
-                if allowed.row is not None and session.ended_run is not None:
-                    # The recording just ended the run with this result, the run's last attempt:
-                    # its outcome is known (what settle_run_now would read back).
-                    self.settling.settle_known(allowed.row)
-                else:
-                    self.settling.settle_run_now(session.run_id)
-            elif session.standing is not None:
-                pass  # nothing sent and the grant stands: the run waits for the identical call again
-            elif obs.kind == "tool_error" and _unknown_ending(facts, obs) is None:
-                message = _closing(facts, obs)
-                self.settling.close_run_now(session, message)
-                closed[:] = [message]  # once, however often the recording is tried
 
         try:
             verdict = await session.execute(call_upstream, on_recorded)
@@ -144,7 +118,7 @@ class Executing:
         self, tool: LoadedTool, facts: ToolFacts, session: Session, obs: Observation, error: str, closed: list[str]
     ) -> Result:
         if not closed:
-            ended = _unknown_ending(facts, obs)
+            ended = unknown_ending(facts, obs)
             if ended is not None:
                 async with self.lock:
                     result: Result = await anyio.to_thread.run_sync(self._rerun, tool, session, ended, error)
@@ -171,7 +145,7 @@ class Executing:
             args_text = canonical.policy_text(args if args is not None else {})
             step = session.step()
         except (StoreError, StopIteration) as err:
-            self.log.error(f"run {run_id}: reading the attempt: {err}")
+            self.log.error(operator_text.READING_ATTEMPT_FAILED.format(run_id=run_id, detail=err))
             session.close()
             return answers.prose(model_text.unknown_outcome(ended, None, error))
         if step is None:  # the run's step limit ended it: ask again in a fresh run
@@ -200,11 +174,6 @@ class Executing:
             return None
 
 
-def _unknown_ending(tool: ToolFacts, obs: Observation) -> str | None:
-    """How a tool error's call ended when its outcome is unknown; None for a known failure."""
-    return attempts.classify_tool_error(obs.tree(), tool.read_only, tool.is_known_answer)
-
-
 def _close_quietly(session: Session) -> None:
     """End the session; releasing its lease may fail while the store is down (the lease then
     expires by itself), and that must not turn the answer into an internal error."""
@@ -219,19 +188,6 @@ def _not_recorded(tool: ToolFacts, obs: Observation) -> tuple[str, str]:
     the operator's line says became of it."""
     if attempts.not_sent(obs.tree()):
         return model_text.NOT_SENT_NOT_RECORDED, operator_text.NOT_RECORDED_NOT_SENT
-    if obs.kind == "tool_result" or _unknown_ending(tool, obs) is None:
+    if obs.kind == "tool_result" or unknown_ending(tool, obs) is None:
         return model_text.ANSWERED_NOT_RECORDED, operator_text.NOT_RECORDED_EXECUTED
     return model_text.MAYBE_EXECUTED_NOT_RECORDED, operator_text.NOT_RECORDED_MAYBE
-
-
-def _closing(tool: ToolFacts, obs: Observation) -> str:
-    """Why a run whose call came back as a known failure ends."""
-    if attempts.not_sent(obs.tree()):
-        return CLOSE_NOT_SENT
-    return CLOSE_UNRECORDED if _unrecorded(tool, obs) else CLOSE_ERROR
-
-
-def _unrecorded(tool: ToolFacts, obs: Observation) -> bool:
-    """The server answered, and the boundary refused its content: it executed."""
-    content = obs.content if isinstance(obs.content, dict) else {}
-    return not tool.read_only and content.get("failure") == "invalid_content"

@@ -86,7 +86,7 @@ class Forwarding:
         try:
             run_id = await anyio.to_thread.run_sync(record_passthrough, self.store, self.session, read, at)
         except StoreError as err:
-            self._write_stderr(operator_text.operator_line(f"{read.goal}: not recorded: {err}"))
+            self._write_stderr(operator_text.not_recorded(read.goal, str(err)))
             return {"error": {"code": _INTERNAL_ERROR, "message": FORWARD_NOT_RECORDED}}
         if method == SAMPLING and sent and self.untrusted is not None:
             self.untrusted.returned(server, read.goal, run_id)  # its text went before the host's model

@@ -125,7 +125,7 @@ class PassthroughHandler:
         try:
             run_id = await anyio.to_thread.run_sync(record_passthrough, self.store, self.config.session, read, at)
         except StoreError as err:
-            self._write_stderr(operator_text.operator_line(f"{read.goal}: not recorded: {err}"))
+            self._write_stderr(operator_text.not_recorded(read.goal, str(err)))
             raise JsonRpcError(-32603, model_text.PASSTHROUGH_NOT_RECORDED) from None
         if self.untrusted is not None:  # its result, or its error's message: the server's text either way
             self.untrusted.returned(answer.server, "", run_id, via=read.goal)

@@ -24,11 +24,11 @@ task per call writes, and what arrived before the answer is written before it.
 
 from __future__ import annotations
 
+import contextlib
 import math
 from collections import deque
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
-from typing import TypeVar
 
 import anyio
 
@@ -36,8 +36,6 @@ from agentrt_proxy.mcp import CallContext
 from agentrt_proxy.upstream.loaded_tool import OnProgress
 
 __all__ = ["HOLD", "UPSTREAM", "ProgressMerge", "ProgressRelay", "ProgressStep"]
-
-T = TypeVar("T")
 
 HOLD = "hold"
 UPSTREAM = "upstream"
@@ -123,17 +121,18 @@ class ProgressRelay:
         self._wake.set()
         return True
 
-    async def around(self, body: Callable[[], Awaitable[T]]) -> T:
-        """Run the call's ``body`` with this relay's writer beside it; the steps queued before
-        the body returns are written before its answer is."""
+    @contextlib.asynccontextmanager
+    async def relaying(self) -> AsyncIterator[None]:
+        """The call's handling, with this relay's writer beside it; the steps queued before the
+        handling ends are written before its answer is."""
         if self._ctx.progress_token is None:
-            return await body()  # nothing to relay: no writer, no task group
+            yield  # nothing to relay: no writer, no task group
+            return
         failure: Exception | None = None
-        result: T | None = None
         async with anyio.create_task_group() as tg:
             tg.start_soon(self._write)
             try:
-                result = await body()
+                yield
             except Exception as err:  # raised again below, outside the task group: unwrapped
                 failure = err
             finally:
@@ -141,7 +140,6 @@ class ProgressRelay:
                 self._wake.set()
         if failure is not None:
             raise failure
-        return result  # type: ignore[return-value]
 
     async def _write(self) -> None:
         while True:

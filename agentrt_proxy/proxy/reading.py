@@ -24,6 +24,7 @@ from agentrt_proxy.proxy.view import (
     ReadSteps,
 )
 from agentrt_proxy.store import NotFound, ProxyCall, Run, Store
+from agentrt_proxy.text import operator_text
 
 
 def read_run(store: Store, run_id: str) -> Run | None:
@@ -59,7 +60,7 @@ class CallReader:
 
     def _rows(self, read: ReadRows) -> list[ProxyCall]:
         if self.key is None:
-            raise ValueError("a request with no key has no rows: the rules begin it at once")
+            raise ValueError(operator_text.BUG_ROWS_WITHOUT_KEY)
         if read.which == FOR_KEY:
             return self.index.for_key(self.session, self.key, self.since)
         if read.which == ATTEMPTS:
@@ -68,7 +69,7 @@ class CallReader:
             return self.index.unsettled(self.session)
         if read.which == UNKNOWN_FOR_TOOL:
             return self.index.unknown_for_tool(self.session, self.tool, self.key)
-        raise ValueError(f"no such read of the index: {read.which}")
+        raise ValueError(operator_text.BUG_UNKNOWN_READ.format(which=read.which))
 
     def settle(self, view: CallView, settlements: Sequence[Settlement]) -> CallView:
         """Write the settlements the rules found (before any further read of the index, which

@@ -31,7 +31,7 @@ from agentrt_proxy.proxy import answers
 from agentrt_proxy.proxy.host_link import HostLink
 from agentrt_proxy.store import Store, StoreError
 from agentrt_proxy.text import model_text, operator_text
-from agentrt_proxy.text.cli_text import program_invocation
+from agentrt_proxy.text.cli_text import program_invocation, review_command
 from agentrt_proxy.upstream import OpenError, OpenServers, Supervision, annotations_for, open_servers
 from agentrt_proxy.upstream.notes import LOG_METHOD, TOOLS_CHANGED_METHOD, ServerNotes
 
@@ -327,14 +327,14 @@ async def open_runtime(
             await opened.aclose()
         if store is not None:
             store.close()
-        raise ConfigError(str(failure) if failure is not None else "the proxy could not open")
+        raise ConfigError(str(failure) if failure is not None else operator_text.COULD_NOT_OPEN)
     for report in opened.reports:
         for line in report.lines():
             write_stderr(operator_text.operator_line(line))
     runtime = Runtime(
         config, opened, store, write_stderr, shutting_down, host=host or HostLink(), clock=clock, hold_poll=hold_poll
     )
-    review = f"{program_invocation()} pin -config {config.path} -review"
+    review = review_command(str(config.path))
     from agentrt_proxy.proxy.withheld_rows import withheld_recorder
 
     opened.supervise(

@@ -72,7 +72,7 @@ class Proxy:
     async def _wait_ready(self) -> None:
         await self.ready.wait()
         if self.failed is not None:
-            raise JsonRpcError(-32603, "the proxy could not start; its log says why")
+            raise JsonRpcError(-32603, model_text.NOT_STARTED)
 
     # ------------------------------------------------------------ host requests
 

@@ -19,12 +19,14 @@ the takeover rules say so, and an unknown outcome is never run again by a task).
 ``tasks/cancel`` before an approval is granted withdraws the request: the approval is rejected
 in the host's name, the run ends, nothing executes, and a later ``approve`` is refused. After
 that it changes nothing: the request executes or has executed, and its outcome is recorded.
+
+This module drives tasks: ``TaskBook`` is the owner's loop (leases, takeovers, the sweep) and
+makes the tasks; ``TaskDriver`` runs one task's request to its end. What the host asks of its
+tasks (``tasks/*``) and is told of them is answered by ``task_requests``.
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import contextlib
 import os
 import secrets
@@ -39,11 +41,12 @@ from agentrt_proxy.canonical.encoder import Raw
 from agentrt_proxy.gate import INTERRUPTED_SIDE_EFFECT, Clock
 from agentrt_proxy.gate import approvals as gate_approvals
 from agentrt_proxy.mcp import CallContext, JsonRpcError, jsonrpc, tasks_wire
-from agentrt_proxy.proxy import answers, verdict_text
+from agentrt_proxy.proxy import answers
 from agentrt_proxy.proxy.calls import WhenPending
 from agentrt_proxy.proxy.guarded import UntrustedSource
 from agentrt_proxy.proxy.host_link import HostLink
 from agentrt_proxy.proxy.rules import past_expiry
+from agentrt_proxy.proxy.task_requests import Send, TaskNews, TaskRequests, encoded, task_state
 from agentrt_proxy.store import (
     APPROVAL_PENDING,
     ERA_2025,
@@ -62,116 +65,51 @@ from agentrt_proxy.text import model_text, record_text
 from agentrt_proxy.upstream import LoadedTool
 
 TICK_SECONDS = 0.5  # how often the owner renews its leases, takes over orphans and looks for news
-POLL_INTERVAL_MS = 1000  # what a host is asked to poll at: an operator decides in seconds, not ms
-PAGE_SIZE = 50  # tasks/list
 SWEEP_EVERY_NS = 60 * 1_000_000_000  # an expired result may linger this long past its TTL
-CANCEL_GRACE_SECONDS = 1.0  # how long a cancel waits for a new task's request to reach its approval
-INVALID_PARAMS = -32602
-INTERNAL_ERROR = -32603
 
 # An approval rejected in the host's name (``decided_by``) -> why its task was withdrawn.
 _WITHDRAWALS = {record_text.WITHDRAWN_BY_HOST: model_text.TASK_WITHDRAWN_BY_HOST,
                 record_text.WITHDRAWN_BY_TTL: model_text.TASK_WITHDRAWN_TTL}
 
 Call = Callable[[LoadedTool, "str | None", CallContext, WhenPending], Awaitable[dict[str, Any]]]
-Send = Callable[[str, dict[str, Any]], Awaitable[None]]
 
 
 class _Ended(Exception):
     """The task ended while its driver waited (cancelled, expired), or the driver must stop."""
 
 
-def _state(row: TaskRow) -> tasks_wire.TaskState:
-    return tasks_wire.TaskState(row.id, row.status, row.status_message, row.created_at, row.updated_at, row.ttl_ms,
-                                POLL_INTERVAL_MS, row.result or None)
-
-
-def _encoded(result: Mapping[str, Any]) -> str:
-    return jsonrpc.encode(result).decode("utf-8")
-
-
-def _error_object(err: JsonRpcError) -> dict[str, Any]:
+def error_object(err: JsonRpcError) -> dict[str, Any]:
+    """A JSON-RPC error as a failed task records it ("code" first: ``task_requests`` reads it so)."""
     error: dict[str, Any] = {"code": err.code, "message": err.message}
     if err.data is not None:
         error["data"] = err.data
     return error
 
 
-class TaskBook:
-    """This proxy's tasks: creating them, driving the ones it owns, answering ``tasks/*``."""
+class TaskDriver:
+    """One task's request put through the gate, to its end: where a plain call would answer
+    PENDING_APPROVAL it waits for the operator, and the answer it comes to ends the task."""
 
-    def __init__(self, store: Store, tools: Mapping[str, LoadedTool], call: Call, *, session: str, wall: Clock,
-                 clock: Clock, ttl_ns: int, lease_ns: int, shutting_down: anyio.Event, host: HostLink,
-                 tick: float = TICK_SECONDS, poll: float = TICK_SECONDS) -> None:
+    def __init__(self, store: Store, tools: Mapping[str, LoadedTool], call: Call, news: TaskNews, *, session: str,
+                 wall: Clock, clock: Clock, shutting_down: anyio.Event, tick: float, poll: float) -> None:
         self.store = store
         self.tools = tools
         self._call = call
+        self.news = news
         self.session = session
-        self.wall = wall  # task times and leases: the wall clock, like the runs' leases
+        self.wall = wall  # task times: the wall clock, like the runs' leases
         self.clock = clock  # an approval's expiry: the proxy's clock, as the rules judge it
-        self.ttl_ms = max(1, ttl_ns // 1_000_000)
-        self.lease_ns = lease_ns
         self.shutting_down = shutting_down
-        self.host = host
         self.tick = tick
         self.poll = poll  # between two looks at the approval a task waits on (the hold's pace)
-        self.owner = f"agentrt-proxy:{session}:{os.getpid()}:{secrets.token_hex(4)}"
-        self._tg: anyio.abc.TaskGroup | None = None
-        self._started = anyio.Event()
-        self._driving: set[str] = set()
-        self._next_sweep = 0  # when the ended tasks past their TTL are next expired (wall ns)
-        self._told: dict[str, tuple[str, str]] = {}  # task id -> (status, message) the host last heard
-        self._watchers: dict[str, set[Send]] = {}  # task id -> subscriptions/listen streams
-        self.untrusted: UntrustedSource | None = None  # the runtime's: what has tainted this process
 
-    # ------------------------------------------------------------------ the owner's loop
-
-    async def run(self) -> None:
-        """For the life of the proxy: renew, take over, drive, tell; at the end, let go."""
-        try:
-            async with anyio.create_task_group() as tg:
-                self._tg = tg
-                self._started.set()
-                while not self.shutting_down.is_set():
-                    await self._tick_once()
-                    with anyio.move_on_after(self.tick):
-                        await self.shutting_down.wait()
-        finally:
-            with anyio.CancelScope(shield=True), contextlib.suppress(StoreError):  # else they run out by themselves
-                await anyio.to_thread.run_sync(self.store.tasks.release, self.owner)
-
-    async def _tick_once(self) -> None:
-        now = self.wall.now_ns()
-        try:
-            if self._driving:  # an idle proxy writes nothing: no commit, no fsync, per tick
-                await anyio.to_thread.run_sync(self.store.tasks.renew, self.owner, now + self.lease_ns)
-            if now >= self._next_sweep:
-                self._next_sweep = now + SWEEP_EVERY_NS
-                await anyio.to_thread.run_sync(self.store.tasks.forget_results, self.session, now)
-            working = await anyio.to_thread.run_sync(self.store.tasks.working, self.session)
-        except StoreError:
-            return  # the database is locked or gone for now: the next tick tries again
-        for row in working:
-            if row.id in self._driving or self._tg is None:
-                continue
-            mine = row.owner == self.owner or row.lease_until <= now
-            if mine and await anyio.to_thread.run_sync(self.store.tasks.claim, row.id, self.owner,
-                                                       now + self.lease_ns, now):
-                self._start(row)
-        await self._tell_news()
-
-    def _start(self, row: TaskRow) -> None:
-        assert self._tg is not None
-        self._driving.add(row.id)
-        self._tg.start_soon(self._drive, row)
-
-    async def _drive(self, row: TaskRow) -> None:
+    async def drive(self, row: TaskRow) -> None:
         """Put the recorded request through the gate; wait where it waits; record its answer."""
         try:
             tool = self.tools.get(row.tool)
             if tool is None:
-                unknown = JsonRpcError(INVALID_PARAMS, f"unknown tool: {row.tool}")
-                await self._finish(row, TASK_FAILED, _error_object(unknown))
+                unknown = JsonRpcError(jsonrpc.INVALID_PARAMS, f"unknown tool: {row.tool}")
+                await self.finish(row, TASK_FAILED, error_object(unknown))
                 return
             ctx = CallContext(request_id=f"task:{row.id}", progress_token=None, meta={}, protocol_version="",
                               _done=True)  # no host waits on it: no hold, no progress
@@ -182,24 +120,22 @@ class TaskBook:
                     result = await self._call_until_answered(tool, row, ctx)
                     why = await self._withdrawn_why(row.id)
                 except JsonRpcError as err:
-                    await self._finish(row, TASK_FAILED, _error_object(err), message=model_text.task_ended(err.message))
+                    await self.finish(row, TASK_FAILED, error_object(err), message=model_text.task_ended(err.message))
                     return
                 except _Ended:
                     return
                 if why is not None:
                     # The host's cancel rejected the approval and this driver decided again
                     # (REJECTED) before that cancel ended the task: it ends cancelled all the same.
-                    await self._finish(row, TASK_CANCELLED, answers.prose(model_text.withdrawn(why)), message=why)
+                    await self.finish(row, TASK_CANCELLED, answers.prose(model_text.withdrawn(why)), message=why)
                     return
                 if not row.run_id:
                     await self._name_its_run(row)
                 failed = row.era == ERA_2025 and result.get("isError") is True  # 2025-11-25: isError fails a task
                 status = TASK_FAILED if failed else TASK_COMPLETED
-                await self._finish(row, status, result, message=_ended_message(result))
+                await self.finish(row, status, result, message=_ended_message(result))
         except StoreError:
             pass  # not recorded: the lease runs out and a proxy drives it again (the gate's rules hold)
-        finally:
-            self._driving.discard(row.id)
 
     async def _call_until_answered(self, tool: LoadedTool, row: TaskRow, ctx: CallContext) -> dict[str, Any]:
         """The gate's answer to the recorded request; IN_PROGRESS (another caller executes the
@@ -239,7 +175,7 @@ class TaskBook:
         approval is decided (decide again); an answer for a question a task does not wait on."""
         if approval.kind == INTERRUPTED_SIDE_EFFECT:
             # An unknown outcome: whether it runs again is the operator's, never a task's.
-            return answers.prose(verdict_text.pending_text(approval))
+            return answers.prose(answers.pending_text(approval))
         row = await self._row(task_id)
         if row.approval_id != approval.id:
             message = model_text.task_waiting(approval.id)
@@ -252,7 +188,7 @@ class TaskBook:
             if row.terminal:
                 raise _Ended  # cancelled meanwhile
             if row.past_ttl(self.wall.now_ns()):
-                if await self._withdraw(row, approval, record_text.WITHDRAWN_BY_TTL, record_text.NOTE_WITHDRAWN_TTL,
+                if await self.withdraw(row, approval, record_text.WITHDRAWN_BY_TTL, record_text.NOTE_WITHDRAWN_TTL,
                                         model_text.TASK_WITHDRAWN_TTL):
                     raise _Ended
                 return None  # decided just now: decide again
@@ -278,7 +214,7 @@ class TaskBook:
             raise _Ended
         return row
 
-    async def _withdraw(self, row: TaskRow, approval: Approval, by: str, note: str, why: str) -> bool:
+    async def withdraw(self, row: TaskRow, approval: Approval, by: str, note: str, why: str) -> bool:
         """Reject ``approval`` in the host's name and cancel the task; False when an operator
         decided first (then the decision stands)."""
         def withdraw() -> bool:
@@ -294,15 +230,98 @@ class TaskBook:
 
         if not await anyio.to_thread.run_sync(withdraw):
             return False
-        await self._finish(row, TASK_CANCELLED, answers.prose(model_text.withdrawn(why)), message=why)
+        await self.finish(row, TASK_CANCELLED, answers.prose(model_text.withdrawn(why)), message=why)
         return True
 
-    async def _finish(self, row: TaskRow, status: str, answer: Mapping[str, Any], message: str = "") -> None:
-        text = _encoded(answer)
+    async def finish(self, row: TaskRow, status: str, answer: Mapping[str, Any], message: str = "") -> None:
+        text = encoded(answer)
         done = await anyio.to_thread.run_sync(self.store.tasks.finish, row.id, status,
                                               message or model_text.TASK_DONE, text, self.wall.now_ns())
         if done:
-            await self._tell_news(only=row.id)
+            await self.news.tell(only=row.id)
+
+
+class TaskBook:
+    """This proxy's tasks: the owner's loop that drives the ones it owns, and creating them; the
+    host's ``tasks/*`` are answered by ``task_requests.TaskRequests``."""
+
+    def __init__(self, store: Store, tools: Mapping[str, LoadedTool], call: Call, *, session: str, wall: Clock,
+                 clock: Clock, ttl_ns: int, lease_ns: int, shutting_down: anyio.Event, host: HostLink,
+                 tick: float = TICK_SECONDS, poll: float = TICK_SECONDS) -> None:
+        self.store = store
+        self.tools = tools
+        self.session = session
+        self.wall = wall  # task times and leases: the wall clock, like the runs' leases
+        self.ttl_ms = max(1, ttl_ns // 1_000_000)
+        self.lease_ns = lease_ns
+        self.shutting_down = shutting_down
+        self.tick = tick
+        self.owner = f"agentrt-proxy:{session}:{os.getpid()}:{secrets.token_hex(4)}"
+        self.news = TaskNews(store, tools, host)
+        self.driver = TaskDriver(store, tools, call, self.news, session=session, wall=wall, clock=clock,
+                                 shutting_down=shutting_down, tick=tick, poll=poll)
+        self.requests = TaskRequests(store, self.news, self.driver.withdraw, session=session, wall=wall,
+                                     shutting_down=shutting_down, tick=tick)
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._started = anyio.Event()
+        self._driving: set[str] = set()
+        self._next_sweep = 0  # when the ended tasks past their TTL are next expired (wall ns)
+
+    @property
+    def untrusted(self) -> UntrustedSource | None:
+        """The runtime's record of what has tainted this process (a recorded answer passed on)."""
+        return self.news.untrusted
+
+    @untrusted.setter
+    def untrusted(self, source: UntrustedSource | None) -> None:
+        self.news.untrusted = source
+
+    # ------------------------------------------------------------------ the owner's loop
+
+    async def run(self) -> None:
+        """For the life of the proxy: renew, take over, drive, tell; at the end, let go."""
+        try:
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                self._started.set()
+                while not self.shutting_down.is_set():
+                    await self._tick_once()
+                    with anyio.move_on_after(self.tick):
+                        await self.shutting_down.wait()
+        finally:
+            with anyio.CancelScope(shield=True), contextlib.suppress(StoreError):  # else they run out by themselves
+                await anyio.to_thread.run_sync(self.store.tasks.release, self.owner)
+
+    async def _tick_once(self) -> None:
+        now = self.wall.now_ns()
+        try:
+            if self._driving:  # an idle proxy writes nothing: no commit, no fsync, per tick
+                await anyio.to_thread.run_sync(self.store.tasks.renew, self.owner, now + self.lease_ns)
+            if now >= self._next_sweep:
+                self._next_sweep = now + SWEEP_EVERY_NS
+                await anyio.to_thread.run_sync(self.store.tasks.forget_results, self.session, now)
+            working = await anyio.to_thread.run_sync(self.store.tasks.working, self.session)
+        except StoreError:
+            return  # the database is locked or gone for now: the next tick tries again
+        for row in working:
+            if row.id in self._driving or self._tg is None:
+                continue
+            mine = row.owner == self.owner or row.lease_until <= now
+            if mine and await anyio.to_thread.run_sync(self.store.tasks.claim, row.id, self.owner,
+                                                       now + self.lease_ns, now):
+                self._start(row)
+        await self.news.tell()
+
+    def _start(self, row: TaskRow) -> None:
+        assert self._tg is not None
+        self._driving.add(row.id)
+        self._tg.start_soon(self._drive, row)
+
+    async def _drive(self, row: TaskRow) -> None:
+        try:
+            await self.driver.drive(row)
+        finally:
+            self._driving.discard(row.id)
 
     # -------------------------------------------------------------------- creating tasks
 
@@ -316,12 +335,12 @@ class TaskBook:
         row = await self._create(ERA_2025, name, key, arguments_text, "", "", model_text.TASK_STARTED)
         if status_answer is None:
             self._start(row)
-            return tasks_wire.created_2025(_state(row))
+            return tasks_wire.created_2025(task_state(row))
         try:
-            await self._finish(row, TASK_COMPLETED, await status_answer())
+            await self.driver.finish(row, TASK_COMPLETED, await status_answer())
         finally:
             self._driving.discard(row.id)  # ended here, or left for a tick to drive (and end) it
-        return tasks_wire.created_2025(_state(row))
+        return tasks_wire.created_2025(task_state(row))
 
     def when_pending_extension(self, tool: LoadedTool, arguments_text: str | None) -> WhenPending:
         """For a host that declared the extension: past the hold, a waiting request becomes a
@@ -331,12 +350,12 @@ class TaskBook:
             await self._started.wait()
             existing = await anyio.to_thread.run_sync(self.store.tasks.of_approval, self.session, approval.id)
             if existing is not None:
-                return tasks_wire.created_extension(_state(self._passed_on(existing)))
+                return tasks_wire.created_extension(task_state(self.news.passed_on(existing)))
             key = canonical.request_key(tool.name, arguments_text) or ""
             row = await self._create(ERA_EXTENSION, tool.name, key, arguments_text, approval.run_id, approval.id,
                                      model_text.task_waiting(approval.id))
             self._start(row)
-            return tasks_wire.created_extension(_state(self._passed_on(row)))
+            return tasks_wire.created_extension(task_state(self.news.passed_on(row)))
 
         return as_task
 
@@ -356,141 +375,19 @@ class TaskBook:
         except BaseException:
             self._driving.discard(task_id)
             raise
-        self._told[row.id] = (row.status, row.status_message)
+        self.news.heard(row, again=True)
         return row
 
-    def _passed_on(self, row: TaskRow) -> TaskRow:
-        """``row``, whose recorded answer is about to reach the host: one marked as an untrusted
-        server's (its result, its error, a DUPLICATE quoting it) taints this process, as it did
-        the one that drove it."""
-        if self.untrusted is not None and row.result and '"gate/untrusted"' in row.result:
-            tool = self.tools.get(row.tool)
-            if tool is not None and answers.is_marked_untrusted(canonical.parse_strict(row.result)):
-                self.untrusted.returned(tool.server, tool.name, row.run_id)
-        return row
-
-    # ---------------------------------------------------------------------- tasks/* methods
+    # ------------------------------------------------ the host's requests (task_requests)
 
     async def request(self, era: str, method: str, params: Mapping[str, Any]) -> dict[str, Any] | Raw:
-        try:
-            if method == "tasks/list":
-                return await self._list(params)
-            task_id = tasks_wire.task_id_of(params)
-            if task_id is None:
-                raise JsonRpcError(INVALID_PARAMS, model_text.TASK_ID_REQUIRED)
-            row = await self._known(task_id)
-            if method == "tasks/get":
-                if era == ERA_2025:
-                    return tasks_wire.task_2025(_state(row))
-                return tasks_wire.task_extension(_state(self._passed_on(row)))
-            if method == "tasks/result":
-                return await self._result(row)
-            if method == "tasks/update":
-                return {}  # nothing of a task waits on the host: every input is the operator's
-            return await self._cancel(era, row)
-        except StoreError as err:
-            raise JsonRpcError(INTERNAL_ERROR, model_text.unavailable(model_text.STATUS_COULD_NOT_READ)) from err
-
-    async def _known(self, task_id: str) -> TaskRow:
-        row = await anyio.to_thread.run_sync(self.store.tasks.get, task_id)
-        if row is None or row.session != self.session:
-            raise JsonRpcError(INVALID_PARAMS, model_text.TASK_NOT_FOUND)
-        if _expired(row, self.wall.now_ns()):
-            raise JsonRpcError(INVALID_PARAMS, model_text.TASK_EXPIRED)
-        self._told.setdefault(row.id, (row.status, row.status_message))
-        return row
-
-    async def _result(self, row: TaskRow) -> Raw:
-        """2025-11-25's ``tasks/result``: blocks until the task ends, then the call's answer."""
-        while not row.terminal:
-            with anyio.move_on_after(self.tick):
-                await self.shutting_down.wait()
-            if self.shutting_down.is_set():
-                raise JsonRpcError(INTERNAL_ERROR, model_text.SHUTTING_DOWN)
-            row = await self._known(row.id)
-        text = self._passed_on(row).result or _encoded(answers.prose(model_text.withdrawn(row.status_message)))
-        # A failed task holds a JSON-RPC error (written by ``_error_object``, "code" first) or,
-        # in 2025-11-25, a result with isError, which tasks/result returns as it is.
-        error = canonical.parse_strict(text) if row.status == TASK_FAILED and text.startswith('{"code":') else None
-        if isinstance(error, dict) and "code" in error and "content" not in error:
-            raise JsonRpcError(int(error["code"]), str(error.get("message", "")), error.get("data"))
-        return tasks_wire.result_2025(text, row.id)
-
-    async def _cancel(self, era: str, row: TaskRow) -> dict[str, Any]:
-        if row.terminal:
-            if era == ERA_2025:
-                raise JsonRpcError(INVALID_PARAMS, model_text.task_cannot_cancel_terminal(row.status))
-            return {}
-        if not row.approval_id and row.era == ERA_2025:
-            row = await self._bound_soon(row)
-        approval = None
-        if row.approval_id:
-            approval = await anyio.to_thread.run_sync(self.store.get_approval, row.approval_id)
-        if approval is not None and approval.status == APPROVAL_PENDING and await self._withdraw(
-                row, approval, record_text.WITHDRAWN_BY_HOST, record_text.NOTE_WITHDRAWN_BY_HOST,
-                model_text.TASK_WITHDRAWN_BY_HOST):
-            cancelled = await self._known(row.id)
-            return tasks_wire.task_2025(_state(cancelled)) if era == ERA_2025 else {}
-        if era == ERA_2025:
-            raise JsonRpcError(INVALID_PARAMS, model_text.TASK_CANNOT_CANCEL_STARTED)
-        return {}  # the extension's cancel is cooperative: acknowledged, and the request goes on
-
-    async def _bound_soon(self, row: TaskRow) -> TaskRow:
-        """A 2025-11-25 task is created before the gate has seen its request: a cancel that
-        comes at once gives the gate a moment to say whether it waits on an approval."""
-        with anyio.move_on_after(CANCEL_GRACE_SECONDS):
-            while not row.approval_id and not row.terminal:
-                await anyio.sleep(0.05)
-                row = await self._known(row.id)
-        return row
-
-    async def _list(self, params: Mapping[str, Any]) -> dict[str, Any]:
-        after = _cursor(params.get("cursor"))
-        rows = await anyio.to_thread.run_sync(self.store.tasks.page, self.session, after, PAGE_SIZE + 1)
-        page = rows[:PAGE_SIZE]
-        now = self.wall.now_ns()
-        listed: dict[str, Any] = {"tasks": [tasks_wire.task_2025(_state(r)) for r in page if not _expired(r, now)]}
-        if len(rows) > PAGE_SIZE:
-            last = page[-1]
-            listed["nextCursor"] = base64.urlsafe_b64encode(f"{last.created_at}:{last.id}".encode()).decode()
-        return listed
-
-    # -------------------------------------------------------------------------- telling
+        return await self.requests.request(era, method, params)
 
     def listen(self, task_ids: list[str], send: Send) -> list[str]:
-        """A ``subscriptions/listen`` for ``task_ids``: each one of this session is agreed."""
-        for task_id in task_ids:
-            self._watchers.setdefault(task_id, set()).add(send)
-        return list(task_ids)
+        return self.news.listen(task_ids, send)
 
     def unlisten(self, send: Send) -> None:
-        for task_id in list(self._watchers):
-            self._watchers[task_id].discard(send)
-            if not self._watchers[task_id]:
-                del self._watchers[task_id]
-
-    async def _tell_news(self, only: str | None = None) -> None:
-        """Tell the host of each task it knows whose status changed: 2025-11-25's status
-        notification (the session drops it for any other era) and the extension's, to listeners."""
-        ids = [only] if only is not None else list({*self._told, *self._watchers})
-        for task_id in ids:
-            try:
-                row = await anyio.to_thread.run_sync(self.store.tasks.get, task_id)
-            except StoreError:
-                return
-            if row is None:
-                continue
-            now = (row.status, row.status_message)
-            if self._told.get(task_id) == now:
-                continue
-            self._told[task_id] = now
-            if row.terminal and task_id not in self._watchers:
-                del self._told[task_id]  # told its end: nothing more will change
-            if row.era == ERA_2025:
-                await self.host.notify(tasks_wire.STATUS_NOTIFICATION_2025, tasks_wire.task_2025(_state(row)))
-            for send in list(self._watchers.get(task_id, ())):
-                state = tasks_wire.task_extension(_state(self._passed_on(row)))
-                await send(tasks_wire.STATUS_NOTIFICATION_EXTENSION, state)
+        self.news.unlisten(send)
 
 
 def _ended_message(result: Mapping[str, Any]) -> str:
@@ -504,19 +401,3 @@ def _ended_message(result: Mapping[str, Any]) -> str:
     texts = [b["text"] for b in blocks if isinstance(b, dict) and isinstance(b.get("text"), str)] \
         if isinstance(blocks, list) else []
     return model_text.task_ended(" ".join(texts)) if texts else model_text.TASK_DONE
-
-
-def _expired(row: TaskRow, now_ns: int) -> bool:
-    """Whether the host is told the task has expired: swept (its result dropped), or ended and
-    past its TTL and not swept yet (the sweep runs once a minute; the answer must not wait on it)."""
-    return row.expired or (row.terminal and row.past_ttl(now_ns))
-
-
-def _cursor(value: object) -> tuple[int, str] | None:
-    if value is None:
-        return None
-    try:
-        created, _, task_id = base64.urlsafe_b64decode(str(value).encode()).decode().partition(":")
-        return int(created), task_id
-    except (ValueError, binascii.Error, UnicodeDecodeError) as err:
-        raise JsonRpcError(INVALID_PARAMS, model_text.TASK_BAD_CURSOR) from err

@@ -19,6 +19,7 @@ from agentrt_proxy.canonical.encoder import Raw
 from agentrt_proxy.store.ids import new_id
 from agentrt_proxy.store.states import COMPLETED, END_PASSTHROUGH, END_UPSTREAM_ERROR, FAILED, RUNNING
 from agentrt_proxy.store.store import Store
+from agentrt_proxy.text.record_text import GOAL_RELAYED
 
 __all__ = ["PROMPT_GET", "RESOURCE_READ", "SERVER_REQUEST", "PassthroughRead", "record_passthrough"]
 
@@ -43,7 +44,7 @@ class PassthroughRead:
     @property
     def goal(self) -> str:
         if self.event == SERVER_REQUEST:
-            return f"{self.target} from {self.server} to the host"
+            return GOAL_RELAYED.format(target=self.target, server=self.server)
         return f"{_METHOD[self.event]} {self.server} {self.target}"
 
 

@@ -36,7 +36,7 @@ from agentrt_proxy.store.rows import (
 from agentrt_proxy.store.sqlite_errors import mapped
 from agentrt_proxy.store.states import APPROVAL, NEW, RUN, STEP, born_illegal, illegal_move, transition_error
 from agentrt_proxy.text.operator_text import ERR_NOT_SETTABLE
-from agentrt_proxy.text.record_text import MSG_RUN_STATE
+from agentrt_proxy.text.record_text import EXPECTED_RUNNING_LEASED, MSG_RUN_STATE
 
 
 class Tx:
@@ -128,7 +128,7 @@ class Tx:
             (idx + 1, run_id, idx, owner),
         )
         if cur.rowcount != 1:
-            raise RunStateError(MSG_RUN_STATE.format(run_id=run_id, expected="RUNNING under this lease"))
+            raise RunStateError(MSG_RUN_STATE.format(run_id=run_id, expected=EXPECTED_RUNNING_LEASED))
         self._c.execute(
             "INSERT INTO steps (id, run_id, idx, status, started_at) VALUES (?, ?, ?, 'deciding', ?)",
             (step_id, run_id, idx, now),

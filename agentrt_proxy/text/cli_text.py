@@ -108,6 +108,11 @@ def program_invocation() -> str:
     return PROGRAM
 
 
+def review_command(config: str) -> str:
+    """The command that shows what changed since each server's pin, for the lines that say so."""
+    return f"{program_invocation()} pin -config {config} -review"
+
+
 def repin_refused(server: str) -> str:
     """A bare ``pin`` that found changes and was not told to take them (decision 0018)."""
     from agentrt_proxy.text.escaping import go_quote, sanitize

@@ -65,6 +65,14 @@ NO_CONNECTION = "tool {name}: no connection to server {server!r}"
 ENDED_SESSION = "ended its session"
 ENDED_SESSION_HOW = "ended its session ({ended})"
 
+# ------------------------------------------------- a server's resource or prompt list (passthrough.py)
+LIST_ANSWERED_ERROR = "the server answered {method} with error {code}: {message}"
+LIST_NO_ARRAY = "the {method} result has no {key} array"
+LIST_RAW_UNREADABLE = "the raw {method} result: {error}"
+LIST_TOO_MANY_ITEMS = "more than {limit} items in {method}"
+LIST_CURSOR_REPEATS = "the cursor {q_cursor} repeats"
+LIST_TOO_MANY_PAGES = "more than {limit} pages of {method}"
+
 # ------------------------------------------------------------------ the scan at pin (scan_gate.py)
 OVERRIDE_MALFORMED = "-override {item!r}: give TOOL:RULE, the tool and the rule its finding names"
 SCAN_REFUSED_PREFIX = "server {server}: scan: refused "

@@ -248,6 +248,7 @@ def not_sent_approval_stands(error_text: str, approval_id: str, until: str) -> s
 
 
 SHUTTING_DOWN = "the proxy is shutting down"
+NOT_STARTED = "the proxy could not start; its log says why"
 
 # =============================================================================================
 # The status tool.
@@ -470,6 +471,7 @@ PASSTHROUGH_NOT_RECORDED = "the read could not be recorded, so its answer is wit
 PASSTHROUGH_NEEDS_URI = "the request needs a uri, a string"
 PASSTHROUGH_NEEDS_NAME = "the request needs a prompt name, a string"
 PASSTHROUGH_NEEDS_REF = "the request needs a ref to a prompt or a resource"
+PASSTHROUGH_NOT_CONNECTED = "the server is not connected"
 
 
 def passthrough_unknown_uri(uri: str) -> str:

@@ -74,6 +74,31 @@ def could_not_take_over(run_id: str, tool: str, detail: str) -> str:
     )
 
 
+# A step of a call's handling that failed, said on an error line (``operator_error``): the run, what
+# the proxy was doing, and the store's or the gate's reason (proxy/begin, execute, settling).
+REOPEN_NOT_FINISHED = "run {run_id}: asking again about an unknown outcome: the request's run {run_id} has not finished"
+REOPEN_NO_APPROVAL = "run {run_id}: asking again about an unknown outcome: no approval was opened"
+READING_ATTEMPT_FAILED = "run {run_id}: reading the attempt: {detail}"
+CLOSING_FAILED = "run {run_id}: closing: {detail}"
+
+
+def not_recorded(goal: str, detail: str) -> str:
+    """A resource read, a prompt or a relayed request whose record the database refused: its
+    answer is withheld (proxy/passthrough, proxy/forwarding)."""
+    return operator_line(f"{goal}: not recorded: {detail}")
+
+
+# The proxy could not open (upstreams, store, the rules' import), when no failure says more.
+COULD_NOT_OPEN = "the proxy could not open"
+
+# An invariant of the code broken: a bug, never an input's fault. The one frame in cli/main.py
+# shows it on one line and writes the traceback to a file (proxy/calls, proxy/reading, gate/model).
+BUG_UNAPPLIED_ACTION = "the rules answered an action nothing applies: {action!r}"
+BUG_ROWS_WITHOUT_KEY = "a request with no key has no rows: the rules begin it at once"
+BUG_UNKNOWN_READ = "no such read of the index: {which}"
+BUG_NOT_AN_OUTCOME = "not a tool outcome: {type}"
+
+
 def unpriced_budget(budget: str, tool: str, server: str, remote: str) -> str:
     """The loud line at every start (serve, check, each process) for a budget over an unpriced tool."""
     return operator_line(

@@ -33,7 +33,11 @@ REASON_UNPRICED_BUDGET = (
     'budget "{budget}" covers tool {name}, whose rule declares no amount field, so every call to it is refused'
 )
 REASON_UNRESOLVED = 'the amount could not be resolved: the field "{field}" is {why}'
-# why a declared currency field resolves to nothing a budget can count (gate/amounts.py)
+# why a declared amount or currency field resolves to nothing a budget can count (gate/amounts.py)
+WHY_ABSENT = "absent"
+WHY_NOT_A_NUMBER = "not a JSON number"
+WHY_NEGATIVE = "negative"
+WHY_PAST_BOUND = "past the bound"
 WHY_NOT_A_CURRENCY = "not a currency code (ISO 4217: three ASCII letters)"
 REASON_UNCOVERED_CURRENCY = (
     'the amount could not be resolved: the field "{field}" names {currency}, which no budget of tool {name} counts'
@@ -161,6 +165,7 @@ DETAIL_SCHEMA = "its arguments do not match the current schema: {error}"
 # =============================================================================================
 
 MSG_RUN_STATE = "agentrt: run {run_id} is not {expected}"
+EXPECTED_RUNNING_LEASED = "RUNNING under this lease"  # MSG_RUN_STATE's expected: a step claimed under a lease
 MSG_RUN_LEASED = "agentrt: run {run_id} is leased by {owner} until {until}"
 MSG_SEQ_GAP = "seq {seq} follows {prev}: an event is missing"
 MSG_FIRST_GAP = "the first event is seq {seq}: an event is missing"
@@ -237,6 +242,8 @@ DETAIL_UNKNOWN_RECONCILIATION = "unknown reconciliation {action}"
 # =============================================================================================
 
 FORWARD_NO_CAPABILITY = "the host declared no {capability} capability: {method} is refused"
+# The goal of a server's request relayed to the host, as its record names it (store/audit.py).
+GOAL_RELAYED = "{target} from {server} to the host"
 FORWARD_NOT_RECORDED = "the relayed request could not be recorded, so the host's answer is withheld"
 
 # A call's arguments refused before anything is sent (upstream/loaded_tool.py).

@@ -28,6 +28,13 @@ __all__ = ["CallRefused", "LoadedTool", "OnProgress", "Upstream", "is_known_answ
 OnProgress = Callable[[float, float | None, str | None], None]
 
 
+class Requested(Protocol):
+    """A request the gate allowed (``gate.ToolRequest``): its arguments as recorded."""
+
+    @property
+    def args(self) -> Any: ...
+
+
 class Upstream(Protocol):
     """The part of an upstream connection a loaded tool calls through: once opened, its server's
     supervisor (``upstream.supervisor``), which outlives every connection to the server."""
@@ -105,6 +112,11 @@ class LoadedTool:
                 )
         arguments.update(self.fixed)
         return canonical.policy_text(arguments)
+
+    async def call_request(self, request: Requested, on_progress: OnProgress | None = None) -> ToolOutcome:
+        """The request the gate allowed, called as recorded (its arguments in the policy's form):
+        the gate calls this itself (``Session.execute``), what executes is never the call's bytes."""
+        return await self.call(canonical.policy_text(request.args), on_progress)
 
     async def call(self, arguments_text: str | bytes | None, on_progress: OnProgress | None = None) -> ToolOutcome:
         """Refuse what the operator forbids, inject the fixed values, call the server (asking it

@@ -22,7 +22,7 @@ from agentrt_proxy.mcp import MAX_TOOL_PAGES, MAX_TOOLS, JsonRpcError
 from agentrt_proxy.mcp.errors import TransportError
 from agentrt_proxy.mcp.jsonrpc import ErrorResponse, Response
 from agentrt_proxy.mcp.spans import SpanError, find_span, iter_elements
-from agentrt_proxy.text import model_text
+from agentrt_proxy.text import load_text, model_text
 from agentrt_proxy.text.escaping import go_quote
 from agentrt_proxy.upstream.passthrough_routes import OfferedPrompt, PromptDecision, Routes, decide_prompts
 from agentrt_proxy.upstream.pins import PinnedPrompt
@@ -55,28 +55,30 @@ async def _pages(connection: Any, method: str, key: str, timeout_ns: int) -> lis
     for _page in range(MAX_TOOL_PAGES):
         answer = await connection.request(method, {"cursor": cursor} if cursor is not None else None, timeout_ns)
         if isinstance(answer, ErrorResponse):
-            raise TransportError(f"the server answered {method} with error {answer.code}: {answer.message}")
+            raise TransportError(
+                load_text.LIST_ANSWERED_ERROR.format(method=method, code=answer.code, message=answer.message)
+            )
         result = answer.result if isinstance(answer.result, dict) else {}
         listed = result.get(key)
         if not isinstance(listed, list):
-            raise TransportError(f"the {method} result has no {key} array")
+            raise TransportError(load_text.LIST_NO_ARRAY.format(method=method, key=key))
         try:
             span = find_span(answer.text, ["result", key])
             assert span is not None
             texts = [_one_line(answer.text[a:b]) for a, b in iter_elements(answer.text, span[0])]
         except SpanError as exc:
-            raise TransportError(f"the raw {method} result: {exc}") from exc
+            raise TransportError(load_text.LIST_RAW_UNREADABLE.format(method=method, error=exc)) from exc
         items.extend(zip(listed, texts, strict=True))
         if len(items) > MAX_TOOLS:
-            raise TransportError(f"more than {MAX_TOOLS} items in {method}")
+            raise TransportError(load_text.LIST_TOO_MANY_ITEMS.format(limit=MAX_TOOLS, method=method))
         nxt = result.get("nextCursor")
         if not isinstance(nxt, str) or nxt == "":
             return items
         if nxt in cursors:
-            raise TransportError(f"the cursor {go_quote(nxt)} repeats")
+            raise TransportError(load_text.LIST_CURSOR_REPEATS.format(q_cursor=go_quote(nxt)))
         cursors.add(nxt)
         cursor = nxt
-    raise TransportError(f"more than {MAX_TOOL_PAGES} pages of {method}")
+    raise TransportError(load_text.LIST_TOO_MANY_PAGES.format(limit=MAX_TOOL_PAGES, method=method))
 
 
 async def list_live_prompts(connection: Any, timeout_ns: int) -> list[Any]:
@@ -185,7 +187,7 @@ class Passthrough:
         connection = self._live(server)
         if connection is None:
             raise JsonRpcError(
-                INTERNAL_ERROR, model_text.passthrough_failed(server.name, "the server is not connected")
+                INTERNAL_ERROR, model_text.passthrough_failed(server.name, model_text.PASSTHROUGH_NOT_CONNECTED)
             )
         return connection
 

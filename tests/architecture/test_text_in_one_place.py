@@ -41,10 +41,15 @@ MOVED = (
     "agentrt_proxy.cli.scan",
     "agentrt_proxy.cli.verify_file",
     "agentrt_proxy.config",
+    "agentrt_proxy.gate",
     "agentrt_proxy.oauth",
+    "agentrt_proxy.proxy",
+    "agentrt_proxy.store.audit",
+    "agentrt_proxy.store.tx",
     "agentrt_proxy.upstream.checks",
     "agentrt_proxy.upstream.loaded_tool",
     "agentrt_proxy.upstream.manifest",
+    "agentrt_proxy.upstream.passthrough",
     "agentrt_proxy.upstream.passthrough_pins",
     "agentrt_proxy.upstream.passthrough_routes",
     "agentrt_proxy.upstream.pins",
@@ -71,8 +76,6 @@ RATCHET: dict[str, int] = {
     "agentrt_proxy.cli.serve": 1,
     "agentrt_proxy.cli.watch_out": 1,
     "agentrt_proxy.cli.watch_screen": 1,
-    "agentrt_proxy.gate.amounts": 1,
-    "agentrt_proxy.gate.model": 1,
     "agentrt_proxy.mcp": 1,
     "agentrt_proxy.mcp.client": 19,
     "agentrt_proxy.mcp.host_requests": 1,
@@ -88,25 +91,13 @@ RATCHET: dict[str, int] = {
     "agentrt_proxy.mcp.spec": 6,
     "agentrt_proxy.mcp.stdio": 7,
     "agentrt_proxy.mcp.tasks_wire": 1,
-    "agentrt_proxy.proxy.begin": 2,
-    "agentrt_proxy.proxy.calls": 1,
-    "agentrt_proxy.proxy.execute": 1,
-    "agentrt_proxy.proxy.forwarding": 1,
-    "agentrt_proxy.proxy.passthrough": 1,
-    "agentrt_proxy.proxy.reading": 2,
-    "agentrt_proxy.proxy.runtime": 2,
-    "agentrt_proxy.proxy.session": 1,
-    "agentrt_proxy.proxy.settling": 1,
     "agentrt_proxy.scan.rules": 21,
     "agentrt_proxy.scan.shadowing": 3,
-    "agentrt_proxy.store.audit": 1,
     "agentrt_proxy.store.sqlite_errors": 6,  # SQLite's own messages, matched, not said
     "agentrt_proxy.store.states": 39,  # each move's reason in the state table, a docstring kept as data
-    "agentrt_proxy.store.tx": 1,
-    "agentrt_proxy.testing.fakebank": 9,
-    "agentrt_proxy.upstream.passthrough": 7,
-    "agentrt_proxy.upstream.review": 2,
-    "agentrt_proxy.upstream.review_schema": 3,
+    "agentrt_proxy.testing.fakebank": 9,  # a fake server's own words (its errors, its tool), not the proxy's
+    "agentrt_proxy.upstream.review": 2,  # change kinds: one vocabulary of labels, -json's "kind" values
+    "agentrt_proxy.upstream.review_schema": 3,  # the same vocabulary (mostly two-word labels the walk skips)
 }
 
 SQL = re.compile(

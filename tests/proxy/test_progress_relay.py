@@ -130,7 +130,9 @@ async def test_the_relay_sends_every_step_under_the_hosts_token_before_the_answe
         session.gate.set()
         return "answer"
 
-    assert await relay.around(body) == "answer"
+    async with relay.relaying():
+        answer = await body()
+    assert answer == "answer"
     assert [m["params"] for m in session.sent] == [
         {"progressToken": "host-token", "progress": i, "total": 3} for i in range(1, 4)
     ]
@@ -146,7 +148,8 @@ async def test_a_host_that_asked_for_no_progress_gets_none_and_the_server_is_ask
         assert relay.upstream() is None
         relay.hold(1.0, 10.0, "waiting")
 
-    await relay.around(body)
+    async with relay.relaying():
+        await body()
     assert session.sent == []
 
 
@@ -163,7 +166,8 @@ async def test_nothing_is_sent_once_the_host_cancelled_or_the_call_answered() ->
         ctx.cancelled.set()
         on_progress(2.0, None, None)
 
-    await relay.around(body)
+    async with relay.relaying():
+        await body()
     on_progress(3.0, None, None)  # after the answer: dropped
     await anyio.sleep(0.05)
     assert [m["params"]["progress"] for m in session.sent] == [1]
@@ -177,4 +181,5 @@ async def test_a_failure_in_the_call_comes_out_as_itself_not_wrapped() -> None:
         raise LookupError("the call's own failure")
 
     with pytest.raises(LookupError, match="the call's own failure"):
-        await ProgressRelay(ctx).around(body)
+        async with ProgressRelay(ctx).relaying():
+            await body()

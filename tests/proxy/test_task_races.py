@@ -1,4 +1,4 @@
-"""Races of a task's driver with the host's ``tasks/cancel`` (proxy/tasks.py), made certain.
+"""Races of a task's driver (proxy/tasks.py) with the host's ``tasks/cancel`` (task_requests.py), made certain.
 
 In the real program the window is a few milliseconds: the cancel rejects the approval in the
 host's name, then ends the task. A driver that sees the rejection in between decides again and
@@ -38,14 +38,14 @@ async def test_a_cancel_whose_rejection_the_driver_sees_first_still_ends_the_tas
     async with proxy_harness(tmp_path) as h:
         book = h.proxy.runtime.tasks
         task_id = await bound_task(book, h.proxy.runtime.tools["bank_pay"], '{"to":"nina","amount":12}')
-        finish = book._finish
+        finish = book.driver.finish
 
         async def late_cancel(row: Any, status: str, answer: Any, message: str = "") -> None:
             if status == TASK_CANCELLED and message == proxy_tasks.model_text.TASK_WITHDRAWN_BY_HOST:
                 await anyio.sleep(3 * book.tick)  # the driver's ticks go by: it sees the rejection
             await finish(row, status, answer, message)
 
-        monkeypatch.setattr(book, "_finish", late_cancel)
+        monkeypatch.setattr(book.driver, "finish", late_cancel)
         cancelled = await book.request(ERA_2025, "tasks/cancel", {"taskId": task_id})
         assert cancelled["status"] == "cancelled", cancelled
         row = await anyio.to_thread.run_sync(book.store.tasks.get, task_id)

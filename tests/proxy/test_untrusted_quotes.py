@@ -16,7 +16,7 @@ import pytest
 from agentrt_proxy.gate import attempts
 from agentrt_proxy.proxy import answers
 from agentrt_proxy.proxy.guarded import UntrustedSource
-from agentrt_proxy.proxy.tasks import TaskBook
+from agentrt_proxy.proxy.task_requests import TaskNews
 from agentrt_proxy.store import TaskRow
 from tests.harness import DEFAULT_RULES, is_error, proxy_harness, text_of
 
@@ -105,9 +105,9 @@ def test_a_tasks_recorded_answer_marked_untrusted_taints_the_process_that_passes
     from agentrt_proxy.mcp import jsonrpc
 
     untrusted = UntrustedSource(frozenset({"bank"}))
-    book = SimpleNamespace(untrusted=untrusted, tools={"bank_pay": SimpleNamespace(server="bank", name="bank_pay")})
+    news = SimpleNamespace(untrusted=untrusted, tools={"bank_pay": SimpleNamespace(server="bank", name="bank_pay")})
     row = task_row(jsonrpc.encode(answer).decode("utf-8"))
-    assert TaskBook._passed_on(book, row) is row  # type: ignore[arg-type]
+    assert TaskNews.passed_on(news, row) is row  # type: ignore[arg-type]
     expected = {"server": "bank", "tool": "bank_pay", "run_id": "laptop.r1"} if taints else None
     assert untrusted.source == expected
 

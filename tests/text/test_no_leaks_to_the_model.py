@@ -105,6 +105,7 @@ ECHOED = {
     "uri": "the resource URI the host itself asked for",
     "capability": "the client capability a server's request needs (sampling or elicitation: a FORWARDED_BY value)",
     "method": "the method a server asked its client for (sampling/createMessage or elicitation/create)",
+    "target": "the method a server asked its client for, which its relayed request's goal names (GOAL_RELAYED)",
     "cls": "a side-effect class",
     "currency": "a call's currency, shown only once it is an ISO 4217 code (three ASCII letters)",
     "outcome": "a policy outcome, or the recorded outcome a duplicate repeats",
