@@ -52,27 +52,27 @@ def _recheck(args: list[str]) -> int:
 
 
 def _runs(args: list[str]) -> int:
-    from agentrt_proxy.cli import operator
+    from agentrt_proxy.cli import reading
 
-    return operator.runs_command(args)
+    return reading.runs_command(args)
 
 
 def _show(args: list[str]) -> int:
-    from agentrt_proxy.cli import operator
+    from agentrt_proxy.cli import reading
 
-    return operator.show_command(args)
+    return reading.show_command(args)
 
 
 def _approve(args: list[str]) -> int:
-    from agentrt_proxy.cli import operator
+    from agentrt_proxy.cli import deciding
 
-    return operator.approve_command(args)
+    return deciding.approve_command(args)
 
 
 def _reject(args: list[str]) -> int:
-    from agentrt_proxy.cli import operator
+    from agentrt_proxy.cli import deciding
 
-    return operator.reject_command(args)
+    return deciding.reject_command(args)
 
 
 def _budget(args: list[str]) -> int:
@@ -86,9 +86,9 @@ def _verify(args: list[str]) -> int:
 
     if verify_file.wants_file(args):
         return verify_file.command(args)  # an export, offline: no database
-    from agentrt_proxy.cli import operator
+    from agentrt_proxy.cli import verify_chain
 
-    return operator.verify_command(args)
+    return verify_chain.verify_command(args)
 
 
 def _export(args: list[str]) -> int:
