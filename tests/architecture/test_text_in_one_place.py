@@ -63,7 +63,11 @@ RATCHET: dict[str, int] = {
     "agentrt_proxy.canonical.strict": 5,
     "agentrt_proxy.cli.console_assets": 2,
     "agentrt_proxy.cli.console_guard": 1,
-    "agentrt_proxy.cli.demo": 80,  # the demo's narration stays with its steps (docs/design.md)
+    "agentrt_proxy.cli.demo": 17,  # the demo's narration stays with its steps (docs/design.md)
+    "agentrt_proxy.cli.demo_calls": 12,
+    "agentrt_proxy.cli.demo_changes": 16,
+    "agentrt_proxy.cli.demo_crashes": 20,
+    "agentrt_proxy.cli.demo_scene": 15,
     "agentrt_proxy.cli.demo_stage": 8,
     "agentrt_proxy.cli.main": 3,
     "agentrt_proxy.cli.operator_views": 1,
