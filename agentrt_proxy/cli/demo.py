@@ -47,6 +47,7 @@ from agentrt_proxy.cli import demo_calls, demo_changes, demo_crashes
 from agentrt_proxy.cli.demo_scene import Scene
 from agentrt_proxy.cli.demo_stage import DemoFailure, first_failure, indented, say, stop_everything, this_program
 from agentrt_proxy.cli.flags import UsageError, parse
+from agentrt_proxy.text import demo_text as words
 
 __all__ = ["command", "main"]
 
@@ -58,13 +59,12 @@ async def walk(scene: Scene) -> None:
     and the task, each within the demo's deadline."""
     import anyio
 
-    say("agentrt-proxy demo: a scripted host, the proxy and a fake payment server; no model, no key, no Node.")
-    say(f"agentrt-proxy below is: {scene.program.shown}")
-    say(f"working in {scene.directory}")
+    say(words.OPENING)
+    say(words.program_is(scene.program.shown))
+    say(words.working_in(scene.directory))
     say()
-    say("The operator's configuration, proxy.json (mode 0600): pay needs an approval, balance is a read,")
-    say("refund is left unclassified so the model never sees it; hold 0s answers at once; lease_ttl 3s;")
-    say("payments spend from a budget of 1400 per 30 days, priced by their amount argument.")
+    for line in words.CONFIGURATION_EXPLAINED:
+        say(line)
     indented(scene.write_configuration(), "  ")
     say()
     scene.shell(["pin", "-config", "proxy.json"], what="pin")
@@ -74,9 +74,9 @@ async def walk(scene: Scene) -> None:
     with anyio.fail_after(DEMO_DEADLINE_SECONDS):
         async with scene.proxy() as host:
             names = [t.name for t in host.tools]
-            say(f"The host starts the proxy (serve -config proxy.json) and lists its tools: {', '.join(names)}")
+            say(words.host_lists_tools(names))
             if sorted(names) != ["bank_balance", "bank_pay", "gate_status"]:
-                raise DemoFailure(f"start: the proxy should offer bank_balance, bank_pay, gate_status, not {names}")
+                raise DemoFailure(words.start_wrong_tools(names))
             say()
             await demo_calls.step1(scene, host)
             await demo_calls.step2(scene, host)
@@ -92,8 +92,8 @@ async def walk(scene: Scene) -> None:
 
 
 def epilogue(scene: Scene) -> None:
-    say("What the operator sees afterwards.")
-    say("The fake bank's ledger (one line per payment it made):")
+    say(words.AFTERWARDS)
+    say(words.LEDGER_HEADING)
     for line in scene.ledger_lines():
         say(f"  {line}")
     scene.shell(["runs", "-db", "runs.db"], what="runs")
@@ -109,7 +109,7 @@ def epilogue(scene: Scene) -> None:
 def command(argv: list[str]) -> int:
     flags = parse(argv, switches=("keep",))
     if flags.positionals:
-        raise UsageError("demo takes only -keep")
+        raise UsageError(words.ONLY_KEEP)
     keep = flags.on("keep")
     program = this_program()
     directory = Path(tempfile.mkdtemp(prefix="agentrt-proxy-demo-")).resolve()
@@ -124,7 +124,7 @@ def command(argv: list[str]) -> int:
     except DemoFailure as err:
         failure = str(err)
     except TimeoutError:
-        failure = f"the demo did not finish within {DEMO_DEADLINE_SECONDS} s"
+        failure = words.not_within_deadline(DEMO_DEADLINE_SECONDS)
     except Exception as err:  # an exception group holding a step's failure
         first = first_failure(err)
         if first is None:
@@ -137,15 +137,15 @@ def command(argv: list[str]) -> int:
     except DemoFailure as err:
         failure = failure or str(err)
     if failure is not None:
-        say(f"demo failed: {failure}")
-        sys.stderr.write(f"agentrt-proxy: demo: {failure}\n")
-        say(f"the demo's directory is kept for a look: {directory}")
+        say(words.demo_failed(failure))
+        sys.stderr.write(words.demo_error_line(failure))
+        say(words.kept_for_a_look(directory))
         return 1
-    say("every process the demo started has exited.")
+    say(words.EVERY_PROCESS_EXITED)
     if keep:
-        say(f"kept {directory}; read it with:")
-        say(f"  {program.shown} runs -db {shlex.quote(str(directory / 'runs.db'))}")
-        say(f"  {program.shown} show -db {shlex.quote(str(directory / 'runs.db'))} RUN")
+        say(words.kept_read_it(directory))
+        say(words.read_runs_with(program.shown, shlex.quote(str(directory / "runs.db"))))
+        say(words.read_show_with(program.shown, shlex.quote(str(directory / "runs.db"))))
         say(f"  cat {shlex.quote(str(directory / 'ledger.txt'))}")
     else:
         shutil.rmtree(directory, ignore_errors=True)
@@ -158,7 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return command(args)
     except UsageError as err:
-        sys.stderr.write(f"agentrt-proxy: demo: {err}\nusage: agentrt-proxy demo [-keep]\n")
+        sys.stderr.write(words.demo_usage_error(err))
         return 2
 
 

@@ -31,16 +31,13 @@ from agentrt_proxy.cli.demo_stage import (
     say,
 )
 from agentrt_proxy.store import WAITING
+from agentrt_proxy.text import demo_text as words
 
 SESSION = "demo"
 LEASE_TTL_SECONDS = 3
 CALL_TIMEOUT_NS = 60 * 1_000_000_000
 CONNECT_TIMEOUT_NS = 30 * 1_000_000_000
 OPERATOR = "demo-operator"
-
-_LOG_WORTH_SHOWING = (
-    "waits for an operator", "decide with", "cut off", "outcome is unknown", "is down", "started again",
-)  # fmt: skip
 
 
 @dataclass
@@ -120,21 +117,21 @@ class Scene:
             indented(done.stdout, "  ")
         if done.returncode != 0:
             indented(done.stderr, "  ")
-            raise DemoFailure(f"{what}: `agentrt-proxy {shlex.join(args)}` exited {done.returncode}")
+            raise DemoFailure(words.command_exited(what, shlex.join(args), done.returncode))
         return done.stdout
 
     def waiting_approval(self, what: str) -> tuple[str, str]:
         """The one run waiting for an operator and its approval, read as the operator would."""
         done = self.run_program(["runs", "-db", "runs.db", "-json"], what=what)
         if done.returncode != 0:
-            raise DemoFailure(f"{what}: `agentrt-proxy runs -json` exited {done.returncode}: {one_line(done.stderr)}")
+            raise DemoFailure(words.runs_json_exited(what, done.returncode, one_line(done.stderr)))
         try:
             runs = json.loads(done.stdout)["runs"]
         except (ValueError, KeyError, TypeError) as err:
-            raise DemoFailure(f"{what}: `agentrt-proxy runs -json` printed no runs: {one_line(done.stdout)}") from err
+            raise DemoFailure(words.runs_json_no_runs(what, one_line(done.stdout))) from err
         waiting = [r for r in runs if r.get("status") == WAITING and r.get("pending_approval_id")]
         if len(waiting) != 1:
-            raise DemoFailure(f"{what}: expected one run waiting for an operator, found {len(waiting)}")
+            raise DemoFailure(words.not_one_waiting(what, len(waiting)))
         return waiting[0]["id"], waiting[0]["pending_approval_id"]
 
     def operator(self, verb: str, note: str, what: str, *, expect_kind: str | None = None) -> None:
@@ -152,13 +149,13 @@ class Scene:
             stderr=subprocess.PIPE,
             text=True,
         )
-        say(f"   operator (pid {proc.pid}): agentrt-proxy {shlex.join(args)}")
+        say(words.operator_runs(proc.pid, shlex.join(args)))
         try:
             out, err = proc.communicate(timeout=60)
         except subprocess.TimeoutExpired as exc:
             proc.kill()
             proc.communicate()
-            raise DemoFailure(f"{what}: the operator's {verb} did not finish within 60 s") from exc
+            raise DemoFailure(words.operator_too_slow(what, verb)) from exc
         lines = out.splitlines()
         kind = next((line.split(None, 1)[1] for line in lines if line.startswith("kind ")), "")
         if self.operator_blocks_shown == 0:
@@ -171,9 +168,9 @@ class Scene:
             say(f"      | {line}")
         if proc.returncode != 0:
             indented(err, "      | ")
-            raise DemoFailure(f"{what}: the operator's {verb} exited {proc.returncode}")
+            raise DemoFailure(words.operator_exited(what, verb, proc.returncode))
         if expect_kind is not None and kind != expect_kind:
-            raise DemoFailure(f"{what}: the operator expected an approval of kind {expect_kind}, read {kind or 'none'}")
+            raise DemoFailure(words.operator_wrong_kind(what, expect_kind, kind))
 
     # ------------------------------------------------------------------ the host
 
@@ -212,22 +209,22 @@ class Scene:
         from agentrt_proxy.mcp.outcomes import HttpStatus, NoAnswer, Refused, Result, RpcError
 
         if not quiet:
-            say(f"   model calls {tool} {compact(args)}")
+            say(words.model_calls(tool, compact(args)))
         outcome = await conn.call_tool(tool, compact(args), CALL_TIMEOUT_NS)
         if isinstance(outcome, Result):
             seen = Seen(outcome.text, outcome.is_error)
         elif isinstance(outcome, RpcError):
-            seen = Seen(f"(protocol error {outcome.code}: {outcome.message})", True)
+            seen = Seen(words.seen_protocol_error(outcome.code, outcome.message), True)
         elif isinstance(outcome, NoAnswer):
-            seen = Seen(f"(no answer: {outcome.detail})", True)
+            seen = Seen(words.seen_no_answer(outcome.detail), True)
         elif isinstance(outcome, HttpStatus):
-            seen = Seen(f"(refused by the server: {outcome.detail})", True)
+            seen = Seen(words.seen_refused(outcome.detail), True)
         elif isinstance(outcome, Refused):
-            seen = Seen(f"(an answer that is not usable JSON: {outcome.reason})", True)
+            seen = Seen(words.seen_unusable(outcome.reason), True)
         else:  # pragma: no cover - the client returns one of the five
             seen = Seen(repr(outcome), True)
         if not quiet:
-            say(f"   model sees{' (isError)' if seen.is_error else ''}: {one_line(seen.text)}")
+            say(words.model_sees(seen.is_error, one_line(seen.text)))
         self.show_log(conn)
         return seen
 
@@ -237,16 +234,16 @@ class Scene:
         if tail is None:
             return
         for line in tail().splitlines():
-            if line in self.shown_log or not any(mark in line for mark in _LOG_WORTH_SHOWING):
+            if line in self.shown_log or not any(mark in line for mark in words.LOG_WORTH_SHOWING):
                 continue
             self.shown_log.add(line)
-            say(f"   proxy's log: {line}")
+            say(words.proxy_log(line))
 
     @staticmethod
     def pid_of(conn: Any) -> int:
         pid = getattr(getattr(conn, "_transport", None), "pid", None)
         if not isinstance(pid, int):
-            raise DemoFailure("step 3: the host cannot tell the proxy's process id, so it cannot kill it")
+            raise DemoFailure(words.PROXY_PID_UNKNOWN)
         return pid
 
     # ------------------------------------------------------------------ checks
@@ -255,6 +252,6 @@ class Scene:
 
     def expect_payments(self, step: str, want: int, narration: str) -> None:
         have = self.payments()
-        say(f"   payments the server has made: {have}{narration}")
+        say(words.payments_made(have, narration))
         if have != want:
-            raise DemoFailure(f"{step}: the server should have made {want} payment(s) by now, but made {have}")
+            raise DemoFailure(words.payments_wrong(step, want, have))

@@ -200,7 +200,7 @@ def run_header(run: Run) -> list[str]:
         times,
     ]
     if run.model_calls:
-        lines.append(f"model    {run.model_calls} call(s), {run.input_tokens} in, {run.output_tokens} out")
+        lines.append(operator_text.op_model_usage(run.model_calls, run.input_tokens, run.output_tokens))
     return lines
 
 

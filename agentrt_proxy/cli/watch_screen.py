@@ -198,7 +198,8 @@ def _recent(ev: Any) -> str:
             f"{when}  {payload.get('approval_id', '')} {payload.get('status', '')} by {payload.get('by', '')}{note}",
             200,
         )
-    return escaping.clean(f"{when}  run {ev.run_id} finished {payload.get('status', '')}", 200)
+    finished = cli_text.WATCH_RUN_FINISHED.format(when=when, run=ev.run_id, status=payload.get("status", ""))
+    return escaping.clean(finished, 200)
 
 
 def _put(win: Any, row: int, text: str, width: int, attr: int) -> None:
