@@ -20,13 +20,16 @@ subcommands. The demo narrates its steps (spec proxy-and-mcp-module §4.2, and l
    unified diff), and a bare ``pin`` will not take the change (decision 0018);
 8. an approval as a task: a hand-written host of the 2026-07-28 revision that declared the tasks
    extension calls once, gets a task, polls it; the operator approves and the proxy itself pays
-   once and completes the task with the result (decision 0020).
+   once and completes the task with the result (decision 0020);
+9. a description that asks the model for something (to call another tool, to keep it from the
+   user): the operator accepts exactly that change, and the scan still refuses the tool at pin
+   time, saying what the description asks (decision 0022).
 
 It ends with the ledger, ``runs`` and ``verify`` as the operator sees them. Exit 0 only
 when every step behaved as narrated; exit 1 with one line naming the first that did not.
 
 The scene (directory, files, commands, host sessions) is ``demo_scene``; the steps live by
-theme in ``demo_calls`` (1, 2, 4, 6), ``demo_crashes`` (3, 5) and ``demo_changes`` (7, 8); the
+theme in ``demo_calls`` (1, 2, 4, 6), ``demo_crashes`` (3, 5) and ``demo_changes`` (7, 8, 9); the
 processes, the transcript and the hand-written modern host are ``demo_stage``.
 
 Every child is started with the same program the demo runs from: the single file
@@ -89,6 +92,7 @@ async def walk(scene: Scene) -> None:
     demo_changes.step7_review(scene)
     with anyio.fail_after(DEMO_DEADLINE_SECONDS):
         await demo_changes.step8_task(scene)
+    demo_changes.step9_scan(scene)
 
 
 def epilogue(scene: Scene) -> None:

@@ -92,6 +92,14 @@ class Scene:
             f.write(text)
         return text
 
+    def write_described(self, name: str, description: str) -> None:
+        """A configuration beside proxy.json (owner-only, as the program asks) whose payment server
+        describes its balance tool with ``description``."""
+        changed = self.configuration()
+        changed["servers"][0]["env"].append(f"FAKE_PAYMENTS_DESCRIPTION={description}")
+        (self.directory / name).write_text(readable_json(changed) + "\n", encoding="utf-8")
+        os.chmod(self.directory / name, 0o600)
+
     def payments(self) -> int:
         from agentrt_proxy.testing.fakebank import count_payments
 
@@ -111,7 +119,7 @@ class Scene:
 
     def shell(self, args: Sequence[str], *, what: str, show_output: bool = True) -> str:
         """Print ``$ agentrt-proxy <args>``, run it, print its output; fail on a non-zero exit."""
-        say(f"$ agentrt-proxy {shlex.join(args)}")
+        say(words.shell_line(args))
         done = self.run_program(args, what=what)
         if show_output:
             indented(done.stdout, "  ")

@@ -42,7 +42,8 @@ def test_demo_runs_every_step() -> None:
             assert marker in done.stdout, f"missing {marker!r} in:\n{done.stdout}"
         for header in ("1. A read", "2. A payment waits", "3. The proxy is killed", "4. A host lost a response",
                        "5. The payment server dies", "6. A payment past the month's budget",
-                       "7. The server rewords a tool's description", "8. An approval as a task"):
+                       "7. The server rewords a tool's description", "8. An approval as a task",
+                       "9. A description that asks the model for something"):
             assert f"\n{header}" in done.stdout
         assert "the proxy is killed with SIGKILL" in done.stdout
         assert "intact:" in done.stdout  # verify's report of the audit chain
@@ -70,6 +71,12 @@ def test_demo_runs_every_step() -> None:
         header = next(line for line in done.stdout.splitlines() if line.strip().startswith("RUN "))
         assert header.split()[6] == "TASK"
         assert sum(1 for line in done.stdout.splitlines() if "  completed  call bank_pay" in line) == 1
+        # Step 9: the accepted change was refused by the scan and recorded so, with both findings;
+        # balance is no longer pinned.
+        manifest = json.loads((directory / "bank.manifest.json").read_text())
+        refused = manifest["scan"]["refused"]
+        assert {f["rule"] for f in refused["balance"]} == {"crosstool.directive", "injection.concealment"}
+        assert "balance" not in manifest["tools"]
         assert (directory / "runs.db").is_file()
         assert (directory / "proxy.json").stat().st_mode & 0o777 == 0o600
     finally:
