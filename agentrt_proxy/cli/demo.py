@@ -21,7 +21,10 @@ subcommands. The demo narrates its steps (spec proxy-and-mcp-module §4.2, and l
 8. an approval as a task: a hand-written host of the 2026-07-28 revision that declared the tasks
    extension calls once, gets a task, polls it; the operator approves and the proxy itself pays
    once and completes the task with the result (decision 0020);
-9. a description that asks the model for something (to call another tool, to keep it from the
+9. a payment whose answer comes after pay's timeout: its outcome is unknown, so its reservation
+   stays spent though the bank paid nothing; the operator, who knows it did not, gives it back
+   with ``budget release`` and reads the budget before and after (decision 0017);
+10. a description that asks the model for something (to call another tool, to keep it from the
    user): the operator accepts exactly that change, and the scan still refuses the tool at pin
    time, saying what the description asks (decision 0022).
 
@@ -29,8 +32,9 @@ It ends with the ledger, ``runs`` and ``verify`` as the operator sees them. Exit
 when every step behaved as narrated; exit 1 with one line naming the first that did not.
 
 The scene (directory, files, commands, host sessions) is ``demo_scene``; the steps live by
-theme in ``demo_calls`` (1, 2, 4, 6), ``demo_crashes`` (3, 5) and ``demo_changes`` (7, 8, 9); the
-processes, the transcript and the hand-written modern host are ``demo_stage``.
+theme in ``demo_calls`` (1, 2, 4, 6), ``demo_crashes`` (3, 5), ``demo_changes`` (7, 8, 10) and
+``demo_release`` (9); the processes, the transcript and the hand-written modern host are
+``demo_stage``.
 
 Every child is started with the same program the demo runs from: the single file
 (``python3 agentrt-proxy.pyz``) when the package is imported from a zip, else
@@ -46,7 +50,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from agentrt_proxy.cli import demo_calls, demo_changes, demo_crashes
+from agentrt_proxy.cli import demo_calls, demo_changes, demo_crashes, demo_release
 from agentrt_proxy.cli.demo_scene import Scene
 from agentrt_proxy.cli.demo_stage import DemoFailure, first_failure, indented, say, stop_everything, this_program
 from agentrt_proxy.cli.flags import UsageError, parse
@@ -92,7 +96,8 @@ async def walk(scene: Scene) -> None:
     demo_changes.step7_review(scene)
     with anyio.fail_after(DEMO_DEADLINE_SECONDS):
         await demo_changes.step8_task(scene)
-    demo_changes.step9_scan(scene)
+        await demo_release.step9_release(scene)
+    demo_changes.step10_scan(scene)
 
 
 def epilogue(scene: Scene) -> None:

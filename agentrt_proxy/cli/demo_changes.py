@@ -1,6 +1,6 @@
 """The demo's newcomers: a server that rewords a tool's description (7), a host of the
 2026-07-28 revision that takes an approval as a task (8), and a description that asks the model
-for something, which the scan refuses at pin time and explains (9)."""
+for something, which the scan refuses at pin time and explains (10)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from agentrt_proxy.text.operator_text import SCAN_ASKS
 def step7_review(scene: Scene) -> None:
     step = "step 7"
     say(words.STEP7)
-    scene.write_described("changed.json", words.REWORDED)
+    scene.write_variant("changed.json", [f"FAKE_PAYMENTS_DESCRIPTION={words.REWORDED}"])
     say(words.STEP7_CHANGED)
     out = scene.shell(["check", "-config", "changed.json"], what=step)
     if words.CHECK_REFUSES_SIGN not in out or f"+{words.REWORDED}" not in out:
@@ -55,25 +55,25 @@ async def step8_task(scene: Scene) -> None:
     say()
 
 
-def step9_scan(scene: Scene) -> None:
+def step10_scan(scene: Scene) -> None:
     """The operator accepts exactly the change a review showed; the scan still refuses the tool
     and says what its description asks. Last, so no later step reads the manifest it wrote."""
-    step = "step 9"
-    say(words.STEP9)
-    scene.write_described("poisoned.json", words.POISONED)
-    say(words.STEP9_POISONED)
+    step = "step 10"
+    say(words.STEP10)
+    scene.write_variant("poisoned.json", [f"FAKE_PAYMENTS_DESCRIPTION={words.POISONED}"])
+    say(words.STEP10_POISONED)
     review = scene.run_program(["pin", "-config", "poisoned.json", "-review", "-json"], what=step)
     try:
         fingerprint = str(json.loads(review.stdout)["servers"][0]["fingerprint"])
     except (ValueError, KeyError, IndexError, TypeError) as err:
         raise DemoFailure(words.no_fingerprint(step, one_line(review.stdout or review.stderr))) from err
     args = ["pin", "-config", "poisoned.json", "-accept", "bank", "-expect", fingerprint]
-    say(words.STEP9_ACCEPTS)
+    say(words.STEP10_ACCEPTS)
     say(words.shell_line(args))
     done = scene.run_program(args, what=step)
     indented(done.stdout + done.stderr, "  ")
     asked = [SCAN_ASKS["conceal"], SCAN_ASKS["steer_any"]]
     if done.returncode != 1 or words.SCAN_REFUSES_SIGN not in done.stdout or not all(a in done.stdout for a in asked):
         raise DemoFailure(words.scan_did_not_refuse(step, done.returncode))
-    say(words.STEP9_NEVER_OFFERED)
+    say(words.STEP10_NEVER_OFFERED)
     say()

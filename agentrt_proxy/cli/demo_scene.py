@@ -49,6 +49,7 @@ class Scene:
     directory: Path
     shown_log: set[str] = field(default_factory=set)
     operator_blocks_shown: int = 0
+    budgets_seen: list[dict[str, str]] = field(default_factory=list)  # as the last runs -json read them
 
     @property
     def config(self) -> Path:
@@ -92,13 +93,17 @@ class Scene:
             f.write(text)
         return text
 
-    def write_described(self, name: str, description: str) -> None:
-        """A configuration beside proxy.json (owner-only, as the program asks) whose payment server
-        describes its balance tool with ``description``."""
+    def write_variant(self, name: str, env: Sequence[str], pay: dict[str, str] | None = None) -> Path:
+        """A configuration beside proxy.json (owner-only, as the program asks): the same, its
+        payment server started with ``env`` as well and ``pay``'s rule updated with ``pay``."""
         changed = self.configuration()
-        changed["servers"][0]["env"].append(f"FAKE_PAYMENTS_DESCRIPTION={description}")
-        (self.directory / name).write_text(readable_json(changed) + "\n", encoding="utf-8")
-        os.chmod(self.directory / name, 0o600)
+        server = changed["servers"][0]
+        server["env"].extend(env)
+        server["rules"]["pay"].update(pay or {})
+        path = self.directory / name
+        path.write_text(readable_json(changed) + "\n", encoding="utf-8")
+        os.chmod(path, 0o600)
+        return path
 
     def payments(self) -> int:
         from agentrt_proxy.testing.fakebank import count_payments
@@ -128,22 +133,29 @@ class Scene:
             raise DemoFailure(words.command_exited(what, shlex.join(args), done.returncode))
         return done.stdout
 
-    def waiting_approval(self, what: str) -> tuple[str, str]:
-        """The one run waiting for an operator and its approval, read as the operator would."""
+    def read_runs(self, what: str) -> list[dict[str, Any]]:
+        """The runs as ``runs -json`` lists them; the budgets it read are kept in ``budgets_seen``."""
         done = self.run_program(["runs", "-db", "runs.db", "-json"], what=what)
         if done.returncode != 0:
             raise DemoFailure(words.runs_json_exited(what, done.returncode, one_line(done.stderr)))
         try:
-            runs = json.loads(done.stdout)["runs"]
+            listed = json.loads(done.stdout)
+            runs: list[dict[str, Any]] = listed["runs"]
+            self.budgets_seen = list(listed.get("budgets", []))
         except (ValueError, KeyError, TypeError) as err:
             raise DemoFailure(words.runs_json_no_runs(what, one_line(done.stdout))) from err
+        return runs
+
+    def waiting_approval(self, what: str) -> tuple[str, str]:
+        """The one run waiting for an operator and its approval, read as the operator would."""
+        runs = self.read_runs(what)
         waiting = [r for r in runs if r.get("status") == WAITING and r.get("pending_approval_id")]
         if len(waiting) != 1:
             raise DemoFailure(words.not_one_waiting(what, len(waiting)))
         return waiting[0]["id"], waiting[0]["pending_approval_id"]
 
-    def operator(self, verb: str, note: str, what: str, *, expect_kind: str | None = None) -> None:
-        """The operator, in a process of its own, decides the one waiting approval."""
+    def operator(self, verb: str, note: str, what: str, *, expect_kind: str | None = None) -> str:
+        """The operator, in a process of its own, decides the one waiting approval; its run's id."""
         run_id, approval_id = self.waiting_approval(what)
         args = [verb, "-db", "runs.db", run_id, "-approval", approval_id, "-by", OPERATOR, "-note", note]
         if verb == "approve":
@@ -179,18 +191,19 @@ class Scene:
             raise DemoFailure(words.operator_exited(what, verb, proc.returncode))
         if expect_kind is not None and kind != expect_kind:
             raise DemoFailure(words.operator_wrong_kind(what, expect_kind, kind))
+        return run_id
 
     # ------------------------------------------------------------------ the host
 
     @contextlib.asynccontextmanager
-    async def proxy(self) -> AsyncIterator[Any]:
-        """A host session with a freshly started proxy (``serve -config proxy.json``)."""
+    async def proxy(self, config: Path | None = None) -> AsyncIterator[Any]:
+        """A host session with a freshly started proxy (``serve -config proxy.json``, or ``config``)."""
         from agentrt_proxy.mcp.client import open_connection
         from agentrt_proxy.mcp.spec import ServerSpec
 
         spec = ServerSpec(
             name="gated",
-            command=[*self.program.argv, "serve", "-config", str(self.config)],
+            command=[*self.program.argv, "serve", "-config", str(config or self.config)],
             env=self.program.extra_env_entries(),
             connect_timeout_ns=CONNECT_TIMEOUT_NS,
         )

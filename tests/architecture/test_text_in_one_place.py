@@ -37,6 +37,7 @@ MOVED = (
     "agentrt_proxy.cli.demo_calls",
     "agentrt_proxy.cli.demo_changes",
     "agentrt_proxy.cli.demo_crashes",
+    "agentrt_proxy.cli.demo_release",
     "agentrt_proxy.cli.demo_scene",
     "agentrt_proxy.cli.demo_stage",
     "agentrt_proxy.cli.flags",
