@@ -8,7 +8,8 @@ The release and its ``budget.released`` event commit together.
 
 from __future__ import annotations
 
-from agentrt_proxy.cli import operator, who
+from agentrt_proxy.cli import operator_frame as frame
+from agentrt_proxy.cli import who
 from agentrt_proxy.cli.flags import UsageError
 from agentrt_proxy.gate import budget_release
 from agentrt_proxy.store import NotFound, RunStateError
@@ -18,35 +19,35 @@ SUBCOMMANDS = ("release",)
 
 
 def command(argv: list[str]) -> int:
-    fl = operator._parse(argv, ("by", "note"), switches=("json",))
+    fl = frame.parse(argv, ("by", "note"), switches=("json",))
     if not fl.positionals or fl.positionals[0] not in SUBCOMMANDS:
         raise UsageError(operator_text.OP_BUDGET_SUBCOMMAND)
     fl.positionals.pop(0)
-    run_id = operator._one_run(fl)
+    run_id = frame.one_run(fl)
     note = fl.get("note") or ""
     if not note.strip():
         raise UsageError(operator_text.OP_RELEASE_NEED_NOTE)
     by = who.decider(fl.get("by"))  # -by, else $USER, the account's name, then the uid
-    source = operator._database(fl)
+    source = frame.database(fl)
     decider = by
     as_json = fl.on("json")
-    return operator._guarded("budget release", source, lambda path: _release(path, run_id, decider, note, as_json))
+    return frame.guarded("budget release", source, lambda path: _release(path, run_id, decider, note, as_json))
 
 
 def _release(path: str, run_id: str, by: str, note: str, as_json: bool) -> int:
-    with operator._opened(path, writer=True) as store:
+    with frame.opened(path, writer=True) as store:
         try:
             released = budget_release.release(store, run_id, by, note)
         except NotFound:
-            raise operator.OperatorError(operator_text.OP_UNKNOWN_RUN.format(run=escaping.clean(run_id, 100))) from None
+            raise frame.OperatorError(operator_text.OP_UNKNOWN_RUN.format(run=escaping.clean(run_id, 100))) from None
         except (RunStateError, budget_release.NothingToRelease) as err:
-            raise operator.OperatorError(str(err)) from None
+            raise frame.OperatorError(str(err)) from None
     if as_json:
-        operator._emit_json(
+        frame.emit_json(
             {"run": run_id, "released": [{"budget": h.budget, "amount": h.amount, "was": h.state} for h in released]}
         )
         return 0
-    operator._emit(
+    frame.emit(
         [operator_text.op_released(run_id, h.budget, h.amount, h.state, escaping.clean(by, 200)) for h in released]
     )
     return 0

@@ -25,6 +25,7 @@ from typing import Any
 
 from agentrt_proxy.errors import AgentrtError
 from agentrt_proxy.mcp.tasks_wire import TERMINAL
+from agentrt_proxy.text import demo_text as words
 
 STOP_GRACE_SECONDS = 15
 SEEN_WIDTH = 120
@@ -33,10 +34,13 @@ ANSWER_SECONDS = 30
 MODERN = "2026-07-28"
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 
-_FAKEBANK_CODE = (
-    "import sys; sys.path.insert(0, {path!r}); import runpy; "
-    "runpy.run_module('agentrt_proxy.testing.fakebank', run_name='__main__')"
-)
+# The fake bank run from the package's root, as Python statements (code, not words).
+_FAKEBANK_CODE = "; ".join((
+    "import sys",
+    "sys.path.insert(0, {path!r})",
+    "import runpy",
+    "runpy.run_module('agentrt_proxy.testing.fakebank', run_name='__main__')",
+))  # fmt: skip
 
 
 class DemoFailure(AgentrtError):
@@ -149,7 +153,7 @@ def expect_seen(step: str, seen: Seen, prefix: str | tuple[str, ...], *, is_erro
     if not ok:
         wanted = " or ".join(prefixes) + ("" if is_error is None else f" (isError {str(is_error).lower()})")
         got = f"{'(isError) ' if seen.is_error else ''}{one_line(seen.text, 200)}"
-        raise DemoFailure(f"{step}: the model should have seen {wanted}, but saw: {got}")
+        raise DemoFailure(words.model_saw_otherwise(step, wanted, got))
 
 
 def result_text(task: dict[str, Any]) -> str:
@@ -178,7 +182,7 @@ def run_child(program: Program, directory: Path, args: Sequence[str], what: str)
             check=False,
         )
     except subprocess.TimeoutExpired as err:
-        raise DemoFailure(f"{what}: `agentrt-proxy {shlex.join(args)}` did not finish within 60 s") from err
+        raise DemoFailure(words.command_too_slow(what, shlex.join(args))) from err
 
 
 class LineHost:
@@ -216,14 +220,14 @@ class LineHost:
                         break
         except (TimeoutError, OSError, ValueError, anyio.EndOfStream, anyio.BrokenResourceError) as err:
             why = str(err) or type(err).__name__
-            raise DemoFailure(f"{self.step}: the proxy gave no answer to {method}: {why}") from err
+            raise DemoFailure(words.no_answer_to(self.step, method, why)) from err
         if show:
             shown = {k: v for k, v in answer.items() if k != "jsonrpc"}
             if isinstance(shown.get("result"), dict):
                 shown["result"] = {k: v for k, v in shown["result"].items() if k != "_meta"}
             say(f"   proxy → {one_line(compact(shown), LINE_WIDTH)}")
         if "result" not in answer or not isinstance(answer["result"], dict):
-            raise DemoFailure(f"{self.step}: {method} was answered with an error: {one_line(compact(answer))}")
+            raise DemoFailure(words.answered_with_error(self.step, method, one_line(compact(answer))))
         result: dict[str, Any] = answer["result"]
         return result
 
@@ -237,7 +241,7 @@ class LineHost:
                 if task.get("status") in TERMINAL:
                     return await self.request("tasks/get", {"taskId": task_id})
                 await anyio.sleep(0.2)
-        raise DemoFailure(f"{self.step}: the task did not end within {ANSWER_SECONDS} s of the approval")
+        raise DemoFailure(words.task_did_not_end(self.step, ANSWER_SECONDS))
 
 
 @contextlib.asynccontextmanager
@@ -247,9 +251,14 @@ async def line_host(program: Program, config: Path, stderr: Path, step: str) -> 
     import anyio
 
     with stderr.open("wb") as log:
-        process = await anyio.open_process([*program.argv, "serve", "-config", str(config)], stdin=subprocess.PIPE,
-                                           stdout=subprocess.PIPE, stderr=log, cwd=str(config.parent),
-                                           env=program.env())
+        process = await anyio.open_process(
+            [*program.argv, "serve", "-config", str(config)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=log,
+            cwd=str(config.parent),
+            env=program.env(),
+        )
     try:
         yield LineHost(process, step)
     finally:
@@ -300,7 +309,7 @@ def stop_everything(directory: Path) -> None:
         time.sleep(0.05)
         left = _leftovers(directory)
     if left:
-        raise DemoFailure(f"processes the demo started are still running: {', '.join(map(str, left))}")
+        raise DemoFailure(words.still_running(left))
 
 
 def first_failure(exc: BaseException) -> DemoFailure | None:
@@ -339,4 +348,4 @@ def child_with_env(parent: int, marker: str, step: str) -> int:
             continue
         if its_parent == parent and wanted in environ:
             return int(entry)
-    raise DemoFailure(f"{step}: the proxy's payment server cannot be found (/proc is needed)")
+    raise DemoFailure(words.server_not_found(step))

@@ -20,7 +20,7 @@ from typing import TextIO
 
 from agentrt_proxy.canonical import durations
 from agentrt_proxy.canonical.clock import WALL
-from agentrt_proxy.cli import operator
+from agentrt_proxy.cli import operator_frame as frame
 from agentrt_proxy.cli.flags import UsageError
 from agentrt_proxy.store import Event, Store, events_after
 from agentrt_proxy.text import cli_text, escaping
@@ -30,15 +30,15 @@ FIELDS = ("seq", "at", "run_id", "step_id", "type", "payload", "prev_hash", "has
 
 
 def command(argv: list[str]) -> int:
-    fl = operator._parse(argv, ("since", "format", "o"), switches=())
-    operator._no_positionals(fl)
+    fl = frame.parse(argv, ("since", "format", "o"), switches=())
+    frame.no_positionals(fl)
     fmt = fl.get("format") or "jsonl"
     if fmt not in FORMATS:
         raise UsageError(cli_text.EXPORT_BAD_FORMAT.format(text=escaping.go_quote(escaping.clean(fmt, 40))))
     since = parse_since(fl.get("since"), WALL.now_ns())
-    source = operator._database(fl)
+    source = frame.database(fl)
     out = fl.get("o")
-    return operator._guarded("export", source, lambda path: _export(path, fmt, since, out))
+    return frame.guarded("export", source, lambda path: _export(path, fmt, since, out))
 
 
 def parse_since(text: str | None, now_ns: int) -> int | None:
@@ -100,7 +100,7 @@ def write_records(items: Iterator[tuple[Event, str]], fmt: str, out: TextIO) -> 
 
 
 def _export(path: str, fmt: str, since: int | None, out_path: str | None) -> int:
-    with operator._opened(path, writer=False) as store:
+    with frame.opened(path, writer=False) as store:
         head_seq, head_hash = store.chain_head()
         if out_path is None:
             write_records(records(store, since), fmt, sys.stdout)
@@ -133,7 +133,7 @@ def _write_file(out_path: str, body: Callable[[TextIO], Summary]) -> Summary:
     try:
         fd, tmp = tempfile.mkstemp(prefix=".export-", dir=directory)
     except OSError as err:
-        raise operator.OperatorError(
+        raise frame.OperatorError(
             cli_text.EXPORT_CANNOT_WRITE.format(path=escaping.go_quote(out_path), detail=err.strerror or err)
         ) from None
     try:
@@ -143,7 +143,7 @@ def _write_file(out_path: str, body: Callable[[TextIO], Summary]) -> Summary:
     except OSError as err:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
-        raise operator.OperatorError(
+        raise frame.OperatorError(
             cli_text.EXPORT_CANNOT_WRITE.format(path=escaping.go_quote(out_path), detail=err.strerror or err)
         ) from None
     except BaseException:

@@ -8,14 +8,11 @@ again by mistake, and nothing that came back is called unknown without saying so
 
 from __future__ import annotations
 
-from typing import Any
-
 from agentrt_proxy.cli.operator_views import loads
 from agentrt_proxy.gate import INTERRUPTED_SIDE_EFFECT, LATE_OUTCOME_EVENT
-from agentrt_proxy.store import Approval, Store
+from agentrt_proxy.store import Approval, Store, event_payloads
 from agentrt_proxy.text import escaping, operator_text
 
-EVENT_PAGE = 200
 SUMMARY_BYTES = 500
 
 
@@ -30,25 +27,10 @@ def late_outcome_lines(store: Store, approval: Approval) -> list[str]:
     if not isinstance(run_id, str) or not isinstance(step_id, str):
         run_id, step_id = approval.run_id, ""
     lines = []
-    for payload in _late_payloads(store, run_id, step_id):
+    for payload in event_payloads(store, run_id, LATE_OUTCOME_EVENT, step_id):
         observation = payload.get("observation")
         obs = observation if isinstance(observation, dict) else {}
         summary = escaping.clean(str(obs.get("summary", "")), SUMMARY_BYTES)
         not_recorded = payload.get("not_recorded") is True  # proxy/late_record.py: answered in time
         lines.append(operator_text.op_block_late_outcome(str(obs.get("kind", "")), summary, not_recorded))
     return lines
-
-
-def _late_payloads(store: Store, run_id: str, step_id: str) -> list[dict[str, Any]]:
-    found: list[dict[str, Any]] = []
-    after = 0
-    while True:
-        events = store.events_of(run_id, after, EVENT_PAGE)
-        for event in events:
-            if event.type == LATE_OUTCOME_EVENT and (not step_id or event.step_id == step_id):
-                payload = loads(event.payload_json)
-                if isinstance(payload, dict):
-                    found.append(payload)
-        if len(events) < EVENT_PAGE:
-            return found
-        after = events[-1].seq

@@ -14,7 +14,15 @@ from collections.abc import Callable
 from agentrt_proxy import __version__
 from agentrt_proxy.errors import AgentrtError, UsageError
 from agentrt_proxy.errors.bugs import write_traceback
-from agentrt_proxy.text.cli_text import PROGRAM, USAGE, help_text, unexpected_error, usage_hint
+from agentrt_proxy.text.cli_text import (
+    PROGRAM,
+    damaged_copy,
+    help_text,
+    no_command,
+    unexpected_error,
+    unknown_command,
+    usage_hint,
+)
 
 # Each command's module is imported only when it is chosen (lazy on purpose: ``--help`` and
 # ``--version`` start as fast as the interpreter, and ``serve`` loads nothing it does not use
@@ -52,27 +60,27 @@ def _recheck(args: list[str]) -> int:
 
 
 def _runs(args: list[str]) -> int:
-    from agentrt_proxy.cli import operator
+    from agentrt_proxy.cli import reading
 
-    return operator.runs_command(args)
+    return reading.runs_command(args)
 
 
 def _show(args: list[str]) -> int:
-    from agentrt_proxy.cli import operator
+    from agentrt_proxy.cli import reading
 
-    return operator.show_command(args)
+    return reading.show_command(args)
 
 
 def _approve(args: list[str]) -> int:
-    from agentrt_proxy.cli import operator
+    from agentrt_proxy.cli import deciding
 
-    return operator.approve_command(args)
+    return deciding.approve_command(args)
 
 
 def _reject(args: list[str]) -> int:
-    from agentrt_proxy.cli import operator
+    from agentrt_proxy.cli import deciding
 
-    return operator.reject_command(args)
+    return deciding.reject_command(args)
 
 
 def _budget(args: list[str]) -> int:
@@ -86,9 +94,9 @@ def _verify(args: list[str]) -> int:
 
     if verify_file.wants_file(args):
         return verify_file.command(args)  # an export, offline: no database
-    from agentrt_proxy.cli import operator
+    from agentrt_proxy.cli import verify_chain
 
-    return operator.verify_command(args)
+    return verify_chain.verify_command(args)
 
 
 def _export(args: list[str]) -> int:
@@ -158,11 +166,11 @@ def main(argv: list[str] | None = None) -> int:
         sys.stdout.write(f"{PROGRAM} {__version__}\n")
         return 0
     if not args:
-        sys.stderr.write(f"{PROGRAM}: name a command, or serve with -config FILE\n\n{USAGE}")
+        sys.stderr.write(no_command())
         return 2
     name = "serve" if args[0].startswith("-") else args.pop(0)
     if name not in COMMANDS:
-        sys.stderr.write(f'{PROGRAM}: unknown command "{name}"\n\n{USAGE}')
+        sys.stderr.write(unknown_command(name))
         return 2
     try:
         return COMMANDS[name](args)
@@ -170,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
         if not (err.name or "").startswith("agentrt_proxy"):
             raise
         # Every command ships in the package: only a damaged copy of the program gets here.
-        sys.stderr.write(f"{PROGRAM}: {name}: this copy of the program is damaged ({err}); reinstall it\n")
+        sys.stderr.write(damaged_copy(name, err))
         return 1
     except UsageError as err:
         sys.stderr.write(f"{PROGRAM}: {name}: {err}\n{usage_hint(name)}")  # one line and a hint

@@ -28,8 +28,8 @@ from agentrt_proxy.store import (
     Run,
     RunSummary,
     Step,
-    Store,
     TaskRow,
+    runs_window,
 )
 from agentrt_proxy.text import escaping, operator_text
 
@@ -200,7 +200,7 @@ def run_header(run: Run) -> list[str]:
         times,
     ]
     if run.model_calls:
-        lines.append(f"model    {run.model_calls} call(s), {run.input_tokens} in, {run.output_tokens} out")
+        lines.append(operator_text.op_model_usage(run.model_calls, run.input_tokens, run.output_tokens))
     return lines
 
 
@@ -376,13 +376,5 @@ def budget_json(holds: Sequence[Hold]) -> list[dict[str, str]]:
     ]
 
 
-def read_runs(store: Store, limit: int, offset: int, page_size: int) -> list[RunSummary]:
-    """``limit`` runs from ``offset`` (0 = all of them), read ``page_size`` at a time."""
-    out: list[RunSummary] = []
-    while limit == 0 or len(out) < limit:
-        want = page_size if limit == 0 else min(page_size, limit - len(out))
-        page = store.list_runs(want, offset + len(out))
-        out += page
-        if len(page) < want:
-            break
-    return out
+# The console reads its runs under this name; the reader itself is the store's (``store.reads``).
+read_runs = runs_window

@@ -61,7 +61,7 @@ class Evaluation:
     def line(self) -> str:
         c = _cut
         mark = MARKS.get(self.result, "skipped")
-        where = f"{mark:<9} step {self.step_index} seq {self.seq} {c(self.tool)}"
+        where = operator_text.recheck_where(mark, self.step_index, self.seq, c(self.tool))
         if self.on_resume:
             where += " (on resume)"
         if self.result == SAME:

@@ -14,13 +14,14 @@ import sys
 
 from agentrt_proxy.cli.flags import UsageError, parse
 from agentrt_proxy.config import ConfigError, check_database_file, check_reach, load_config
+from agentrt_proxy.text.cli_text import SERVE_NEED_CONFIG
 
 
 def command(argv: list[str]) -> int:
     flags = parse(argv, options=("config",))
     config_path = flags.get("config")
     if not config_path or flags.positionals:
-        raise UsageError("-config <file> is required and nothing follows it")
+        raise UsageError(SERVE_NEED_CONFIG)
     try:
         config = load_config(config_path)
         check_database_file(config.database)

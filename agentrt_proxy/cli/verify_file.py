@@ -164,14 +164,15 @@ def wants_file(argv: list[str]) -> bool:
 
 
 def command(argv: list[str]) -> int:
-    from agentrt_proxy.cli import flags, operator
+    from agentrt_proxy.cli import flags, verify_chain
+    from agentrt_proxy.cli import operator_frame as frame
     from agentrt_proxy.cli.flags import UsageError
 
     fl = flags.parse(argv, options=("file", "head", "db", "config"), switches=())
-    operator._no_positionals(fl)
+    frame.no_positionals(fl)
     if fl.get("db") is not None or fl.get("config") is not None:
         raise UsageError(cli_text.VERIFY_FILE_WITH_DB)
     path = fl.get("file") or ""
     if not path:
         raise UsageError(cli_text.VERIFY_FILE_NEED_PATH)
-    return run(path, operator._parse_head(fl.get("head")))
+    return run(path, verify_chain.parse_head(fl.get("head")))

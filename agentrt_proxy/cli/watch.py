@@ -13,24 +13,25 @@ import os
 import sys
 import time
 
-from agentrt_proxy.cli import operator, watch_out, who
+from agentrt_proxy.cli import operator_frame as frame
+from agentrt_proxy.cli import watch_out, who
 from agentrt_proxy.cli.flags import UsageError
 from agentrt_proxy.cli.watch_feed import POLL_SECONDS, Feed
 from agentrt_proxy.text import operator_text
 
 
 def command(argv: list[str]) -> int:
-    fl = operator._parse(argv, ("exec", "by"), switches=("json", "notify"))
-    operator._no_positionals(fl)
+    fl = frame.parse(argv, ("exec", "by"), switches=("json", "notify"))
+    frame.no_positionals(fl)
     command_argv = watch_out.exec_command(fl.get("exec"))
     by = fl.get("by")
     if by is None:
         by = who.deciding_user()
     if by is not None and not by.strip():
         raise UsageError(operator_text.OP_BLANK_BY)
-    source = operator._database(fl)
+    source = frame.database(fl)
     screen = not fl.on("json") and _terminal()
-    return operator._guarded(
+    return frame.guarded(
         "watch",
         source,
         lambda path: _watch(path, screen, fl.on("json") or not screen, fl.on("notify"), command_argv, by),
@@ -46,7 +47,7 @@ def _terminal() -> bool:
 
 def _watch(path: str, screen: bool, as_json: bool, notify: bool, command_argv: list[str] | None, by: str | None) -> int:
     outputs = watch_out.Outputs(os.path.abspath(path), as_json, notify, command_argv, dict(os.environ))
-    with operator._opened(path, writer=False) as store:
+    with frame.opened(path, writer=False) as store:
         feed = Feed(store)
         if screen:
             from agentrt_proxy.cli import watch_screen

@@ -46,7 +46,9 @@ def notify_argv(tool: str, path: str, change: InboxChange, console_url: str | No
     if console_url:
         body = cli_text.WATCH_NOTIFY_CONSOLE.format(body=body, url=console_url)
     if tool == "osascript":
-        script = f"display notification {_applescript(body)} with title {_applescript(cli_text.WATCH_NOTIFY_TITLE)}"
+        script = cli_text.WATCH_APPLESCRIPT.format(
+            body=_applescript(body), title=_applescript(cli_text.WATCH_NOTIFY_TITLE)
+        )
         return [path, "-e", script]
     return [path, "--app-name=agentrt-proxy", cli_text.WATCH_NOTIFY_TITLE, body]
 

@@ -14,13 +14,13 @@ import curses
 import os
 from typing import Any
 
-from agentrt_proxy.cli import operator
+from agentrt_proxy.cli import operator_frame as frame
 from agentrt_proxy.cli import operator_views as views
 from agentrt_proxy.cli.watch_feed import POLL_SECONDS, Feed, summary, waited
 from agentrt_proxy.cli.watch_out import Outputs
 from agentrt_proxy.errors import AgentrtError
 from agentrt_proxy.gate import approvals
-from agentrt_proxy.store import Approval, NotFound
+from agentrt_proxy.store import Approval, NotFound, approval_reason
 from agentrt_proxy.text import cli_text, escaping, operator_text
 from agentrt_proxy.text.cli_text import program_invocation
 
@@ -105,10 +105,10 @@ class Screen:
     # ------------------------------------------------------------------ deciding
     def decide(self, win: Any, verb: str, chosen: Approval) -> None:
         try:
-            with operator._opened(self.path, writer=True) as store:
+            with frame.opened(self.path, writer=True) as store:
                 shown = store.get_approval(chosen.id)  # the row as it is now: the one shown
                 block = views.approval_block(
-                    shown, operator._approval_reason(store, shown), program_invocation(), os.path.abspath(self.path)
+                    shown, approval_reason(store, shown), program_invocation(), os.path.abspath(self.path)
                 )
                 note = ""
                 if verb == "approve":
@@ -172,7 +172,7 @@ class Screen:
         return bytes(raw).decode("utf-8", "replace")
 
     def show_run(self, win: Any, run_id: str) -> None:
-        with operator._opened(self.path, writer=False) as store:
+        with frame.opened(self.path, writer=False) as store:
             try:
                 run = store.get_run(run_id)
             except NotFound:
@@ -198,7 +198,8 @@ def _recent(ev: Any) -> str:
             f"{when}  {payload.get('approval_id', '')} {payload.get('status', '')} by {payload.get('by', '')}{note}",
             200,
         )
-    return escaping.clean(f"{when}  run {ev.run_id} finished {payload.get('status', '')}", 200)
+    finished = cli_text.WATCH_RUN_FINISHED.format(when=when, run=ev.run_id, status=payload.get("status", ""))
+    return escaping.clean(finished, 200)
 
 
 def _put(win: Any, row: int, text: str, width: int, attr: int) -> None:

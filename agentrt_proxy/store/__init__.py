@@ -1,8 +1,8 @@
 """The store: the only package that imports sqlite3.
 
 Connection and transactions, rows, schema and migrations, the proxy_calls index, leases, the event
-chain, the state table every compare-and-set consults, and the mapping of every sqlite3 error to
-the store's errors. Code outside the package imports these names from here.
+chain, the state table every compare-and-set consults, the operator's read queries (``reads``), and
+the mapping of every sqlite3 error to the store's errors. Code outside the package imports these names from here.
 """
 
 from agentrt_proxy.store import holds
@@ -36,6 +36,7 @@ from agentrt_proxy.store.holds import Hold
 from agentrt_proxy.store.ids import new_id, new_run_id
 from agentrt_proxy.store.inbox import events_after, pending_approvals
 from agentrt_proxy.store.index import ProxyCall
+from agentrt_proxy.store.reads import approval_reason, event_payloads, run_event_pages, runs_window
 from agentrt_proxy.store.replay import APPROVAL_STANDS, Mismatch, call_record
 from agentrt_proxy.store.rows import Approval, Event, Run, RunSummary, Step
 from agentrt_proxy.store.schema import DEFAULT_LEASE_TTL_NS
@@ -188,8 +189,10 @@ __all__ = [
     "VerifyReport",
     "WithheldTool",
     "WouldBlock",
+    "approval_reason",
     "call_record",
     "chain_hash",
+    "event_payloads",
     "events_after",
     "holds",
     "new_id",
@@ -197,4 +200,6 @@ __all__ = [
     "new_task_id",
     "pending_approvals",
     "record_passthrough",
+    "run_event_pages",
+    "runs_window",
 ]

@@ -1,10 +1,13 @@
 """The fake payment server of proxy-and-mcp-module §4.1: a stdio MCP server standing in for a bank.
 
 Run as ``python -m agentrt_proxy.testing.fakebank``. Environment: ``FAKE_PAYMENTS_LEDGER``
-(the ledger file; one line per executed payment, fsync'ed before the answer) and
-``FAKE_PAYMENTS_DESCRIPTION`` (replaces ``balance``'s description, to simulate a
-changed server). Built on the project's own host-facing session, not on an SDK, so
-the tests that drive it with the official SDK client also test that session.
+(the ledger file; one line per executed payment, fsync'ed before the answer),
+``FAKE_PAYMENTS_DESCRIPTION`` (replaces ``balance``'s description, to simulate a changed
+server) and ``FAKE_PAYMENTS_SLOW_DECLINES=SECONDS`` (a ``slow`` payment waits that long, or until
+it is cancelled, then declines without paying: an answer that comes too late, for a payment
+that never happened). Built on the
+project's own host-facing session, not on an SDK, so the tests that drive it with the official
+SDK client also test that session.
 """
 
 from __future__ import annotations
@@ -48,6 +51,19 @@ def _text(text: str, *, is_error: bool = False) -> dict[str, Any]:
     return result
 
 
+def _seconds(text: str | None) -> float | None:
+    """FAKE_PAYMENTS_SLOW_DECLINES: a number of seconds; unset, empty or not a number is None."""
+    try:
+        return float(text) if text else None
+    except ValueError:
+        return None
+
+
+def _declined(to: str) -> dict[str, Any]:
+    """The bank's refusal: nothing was paid."""
+    return _text(f"card declined for {to}", is_error=True)
+
+
 class _InvalidArguments(InvalidValue):
     """Arguments the fake bank refuses, as an SDK server's validation would."""
 
@@ -78,8 +94,11 @@ def _check(args: Any, schema: dict[str, Any]) -> dict[str, Any]:
 class FakeBank:
     """The tool handler: ``balance``, ``pay`` and ``refund``."""
 
-    def __init__(self, ledger: str | None, balance_description: str | None = None) -> None:
+    def __init__(
+        self, ledger: str | None, balance_description: str | None = None, slow_declines: float | None = None
+    ) -> None:
         self.ledger = ledger
+        self.slow_declines = slow_declines  # None: a slow payment pays
         self.tools: list[dict[str, Any]] = [
             {
                 "name": "balance",
@@ -134,8 +153,15 @@ class FakeBank:
             return _text(f"account {args['account']} holds 120.00 EUR")
         if name == "refund":
             return _text("refunded")
+        if self.slow_declines is not None and args.get("mode") == "slow":
+            return await self._decline_slowly(args, ctx, self.slow_declines)  # before the ledger: nothing paid
         await anyio.to_thread.run_sync(self._record, arguments_text or "{}")
         return await self._pay(args, ctx)
+
+    async def _decline_slowly(self, args: dict[str, Any], ctx: CallContext, seconds: float) -> dict[str, Any]:
+        with anyio.move_on_after(seconds):
+            await ctx.cancelled.wait()
+        return _declined(args["to"])
 
     def _record(self, raw_arguments: str) -> None:
         # The payment "happens" here: durable before the caller hears anything.
@@ -163,7 +189,7 @@ class FakeBank:
                 await anyio.sleep(POLL_SECONDS)
             return _text(paid)
         if mode == "error":
-            return _text(f"card declined for {to}", is_error=True)
+            return _declined(to)
         if mode == "structured":
             return {**_text(paid), "structuredContent": {"paid": amount, "to": to}}
         if mode == "blocks":  # every kind of block, structured content beside them, and a _meta of its own
@@ -190,7 +216,11 @@ class FakeBank:
 
 
 async def serve() -> None:
-    bank = FakeBank(os.environ.get("FAKE_PAYMENTS_LEDGER"), os.environ.get("FAKE_PAYMENTS_DESCRIPTION"))
+    bank = FakeBank(
+        os.environ.get("FAKE_PAYMENTS_LEDGER"),
+        os.environ.get("FAKE_PAYMENTS_DESCRIPTION"),
+        slow_declines=_seconds(os.environ.get("FAKE_PAYMENTS_SLOW_DECLINES")),
+    )
     async with open_stdio() as (receive, send):
         await ServerSession(receive, send, bank, SERVER_INFO).run()
 

@@ -135,6 +135,23 @@ def refused_by_scan(server: str, refused: dict[str, list[str]], *, accepted: boo
     )
 
 
+def no_command() -> str:
+    """The program run with nothing: what to do, then the usage."""
+    return f"{PROGRAM}: name a command, or serve with -config FILE\n\n{USAGE}"
+
+
+def unknown_command(name: str) -> str:
+    return f'{PROGRAM}: unknown command "{name}"\n\n{USAGE}'
+
+
+def damaged_copy(name: str, err: object) -> str:
+    """A command whose module is missing: every command ships in the package, so the copy is damaged."""
+    return f"{PROGRAM}: {name}: this copy of the program is damaged ({err}); reinstall it\n"
+
+
+SERVE_NEED_CONFIG = "-config <file> is required and nothing follows it"
+
+
 def help_text() -> str:
     return SCOPE + "\n" + USAGE
 
@@ -169,6 +186,8 @@ WATCH_NO_NOTIFIER = "watch: no {tool} on this machine: no desktop notifications;
 WATCH_NO_NOTIFIER_PLATFORM = "watch: no desktop notifier is known on this platform; the view goes on"
 WATCH_NOTIFY_TITLE = "agentrt-proxy: an approval waits"
 WATCH_NOTIFY_BODY = "{tool} ({kind}): {summary}"
+# osascript's one line: AppleScript showing the notification (body and title already quoted for it).
+WATCH_APPLESCRIPT = "display notification {body} with title {title}"
 WATCH_NOTIFY_CONSOLE = "{body}; decide at {url}"  # a console runs for this database (cli/console_beacon.py)
 WATCH_EXEC_EMPTY = "-exec needs a command"
 WATCH_EXEC_FAILED = "watch: -exec {command}: {detail}; the view goes on"
@@ -179,6 +198,7 @@ WATCH_KEYS = "a approve  r reject  enter show  up/down select  q quit"
 WATCH_WAITING_HEAD = "WAITING ({count})"
 WATCH_NONE_WAITING = "  nothing waits for you"
 WATCH_RECENT_HEAD = "RECENT"
+WATCH_RUN_FINISHED = "{when}  run {run} finished {status}"
 WATCH_NONE_RECENT = "  nothing decided since watch started"
 WATCH_CONFIRM = "{verb} {approval} of run {run}? [y/N] "
 WATCH_NOTE = "note for the model (empty to cancel): "

@@ -329,6 +329,13 @@ def op_more_runs(count: int, next_offset: int) -> str:
 
 
 OP_NO_STEPS = "no steps"
+
+
+def op_model_usage(calls: int, input_tokens: int, output_tokens: int) -> str:
+    """``show``'s line on what a run's model used (left out when it made no call)."""
+    return f"model    {calls} call(s), {input_tokens} in, {output_tokens} out"
+
+
 OP_NO_EVENTS = "no events"
 OP_EVENTS = "events"
 
@@ -404,6 +411,13 @@ RECHECK_USAGE_EXCLUSIVE = "-run and -session are exclusive"
 RECHECK_USAGE_LIMIT = "-limit must be positive"
 RECHECK_NO_RUN = 'recheck: no run of session "{session}" was found, so nothing was re-checked'
 RECHECK_NOTHING = "recheck: no decision of the policy was re-checked ({skipped} not re-checkable)"
+
+
+def recheck_where(mark: str, step_index: int, seq: int, tool: str) -> str:
+    """The head of one re-checked decision's line: its mark, padded, then where it was decided."""
+    return f"{mark:<9} step {step_index} seq {seq} {tool}"
+
+
 RECHECK_NOTE_OPEN = "the run is {status}: re-checked up to its current state"
 RECHECK_NOTE_OLD = "recorded before v0.5.0: its decisions recorded then cannot be re-checked"
 RECHECK_NOTE_NONE = "no policy evaluation is recorded"

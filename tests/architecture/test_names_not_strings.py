@@ -26,7 +26,7 @@ FIELD_METHODS = {"get", "pop", "setdefault"}
 # (module, literal) -> (how many times, why it is another vocabulary that merely shares a spelling)
 ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
     ("cli/console_read.py", "failed"): (1, "FILTER_FAILED: the console's run filter, not a step's status"),
-    ("cli/demo.py", "INTERRUPTED"): (2, "the word a model's answer starts with, not a run's status"),
+    ("cli/demo_crashes.py", "INTERRUPTED"): (2, "the word a model's answer starts with, not a run's status"),
     ("cli/demo.py", "interrupted"): (1, "the demo's own failure line on Ctrl-C"),
     ("config/loading.py", "deny"): (1, "the rule's field name: the list of denied parameters"),
     ("gate/attempts.py", "interrupted"): (1, "KIND_INTERRUPTED: an observation's kind"),

@@ -136,3 +136,14 @@ def test_count_payments_counts_newlines_and_a_missing_ledger_is_zero(tmp_path: P
     (tmp_path / "l").write_bytes(b'{"a":1}\n{"b":2}\n')
     assert count_payments(tmp_path / "l") == 2
     assert os.path.exists(tmp_path / "l")
+
+
+@pytest.mark.parametrize(("declines", "paid"), [("0.1", 0), ("", 1)])
+async def test_a_slow_payment_of_a_bank_told_to_decline_it_pays_nothing(
+    tmp_path: Path, declines: str, paid: int
+) -> None:
+    ledger = tmp_path / "ledger"
+    async with Client(bank_params(ledger, FAKE_PAYMENTS_SLOW_DECLINES=declines), mode="legacy") as client:
+        result = await client.call_tool("pay", {"to": "florist", "amount": 40, "mode": "slow"})
+        assert result.is_error is (paid == 0)
+        assert count_payments(ledger) == paid
