@@ -22,7 +22,7 @@ import urllib.request
 import webbrowser
 from typing import Any
 
-from agentrt_proxy.cli import console_beacon, flags, operator, who
+from agentrt_proxy.cli import console_beacon, flags, operator_frame, who
 from agentrt_proxy.cli.console_context import Console
 from agentrt_proxy.cli.console_guard import LOOPBACK, Guard
 from agentrt_proxy.cli.console_server import Server
@@ -33,7 +33,7 @@ from agentrt_proxy.text import console_text, escaping
 
 def command(argv: list[str]) -> int:
     fl = flags.parse(argv, options=("config", "port", "address", "by"), switches=("no-browser",))
-    operator._no_positionals(fl)
+    operator_frame.no_positionals(fl)
     config_path = fl.get("config")
     if not config_path:
         raise UsageError(console_text.CONSOLE_NEED_CONFIG)
@@ -47,8 +47,8 @@ def command(argv: list[str]) -> int:
         raise UsageError(console_text.CONSOLE_BAD_PORT.format(port=port))
     by = who.decider(fl.get("by"))  # -by, else $USER, the account's name, then the uid
     browser = not fl.on("no-browser") and _display()
-    source = operator.Source(None, config_path)
-    return operator._guarded("console", source, lambda path: _run(path, config_path, port, by, browser))
+    source = operator_frame.Source(None, config_path)
+    return operator_frame.guarded("console", source, lambda path: _run(path, config_path, port, by, browser))
 
 
 def _display() -> bool:
@@ -60,8 +60,8 @@ def _run(path: str, config_path: str, port: int, by: str, browser: bool) -> int:
     try:
         config = load_config(config_path, expand_env=False)
     except ConfigError as err:
-        raise operator.OperatorError(str(err)) from None
-    with operator._opened(path, writer=False):
+        raise operator_frame.OperatorError(str(err)) from None
+    with operator_frame.opened(path, writer=False):
         pass  # refused now (missing, newer schema, insecure mode) rather than on the first page
     stopping = threading.Event()
 
@@ -71,7 +71,7 @@ def _run(path: str, config_path: str, port: int, by: str, browser: bool) -> int:
     try:
         server = Server((LOOPBACK, port), console_of)
     except OSError as err:
-        raise operator.OperatorError(
+        raise operator_frame.OperatorError(
             console_text.CONSOLE_CANNOT_LISTEN.format(port=port, detail=err.strerror or err)
         ) from None
     url = server.console.guard.url()

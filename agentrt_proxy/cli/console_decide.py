@@ -1,7 +1,7 @@
 """A decision from the console, through the code ``approve`` and ``reject`` run.
 
-``operator._select_approval`` reads the approval and its run whole and refuses one that is not
-pending or whose run does not wait; ``operator._decide_shown`` decides it bound to the hash the
+``deciding.select_approval`` reads the approval and its run whole and refuses one that is not
+pending or whose run does not wait; ``deciding.decide_shown`` decides it bound to the hash the
 page showed (``gate.approvals.approve_shown``/``reject_shown``: the store's conditional UPDATE),
 so of two consoles, or a console and the command line, deciding at once exactly one wins and the
 other is told what happened instead. The decider is recorded as ``NAME (console)``.
@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from agentrt_proxy.cli import console_pages as pages
 from agentrt_proxy.cli import console_read as read
-from agentrt_proxy.cli import operator
+from agentrt_proxy.cli import deciding, operator_frame
 from agentrt_proxy.cli.console_context import Console
 from agentrt_proxy.store import NotFound, StoreError
 from agentrt_proxy.text import console_text as T
@@ -42,17 +42,17 @@ def decide(console: Console, form: dict[str, str], csrf: str) -> tuple[int, str]
     by = T.DECIDED_BY.format(name=console.by)
     if form.get("confirmed") != "yes":  # a decision is confirmed first, always
         try:
-            with operator._opened(console.database, writer=False) as store:
+            with operator_frame.opened(console.database, writer=False) as store:
                 return 200, pages.confirm_page(read.card(store, store.get_approval(approval_id)), verb, csrf)
-        except (operator.OperatorError, StoreError) as err:
+        except (operator_frame.OperatorError, StoreError) as err:
             return 409, _stale(console, approval_id, str(err))
-    args = operator.DecideArgs(verb, run_id, approval_id, by, note, True, False)
+    args = deciding.DecideArgs(verb, run_id, approval_id, by, note, True, False)
     try:
-        with operator._opened(console.database, writer=True) as store:
-            current = operator._select_approval(store, run_id, approval_id)
-            decided = operator._decide_shown(store, args, replace(current, hash=shown))
+        with operator_frame.opened(console.database, writer=True) as store:
+            current = deciding.select_approval(store, run_id, approval_id)
+            decided = deciding.decide_shown(store, args, replace(current, hash=shown))
             run = store.get_run(run_id)
-    except (operator.OperatorError, StoreError) as err:
+    except (operator_frame.OperatorError, StoreError) as err:
         return 409, _stale(console, approval_id, str(err))
     lines = [
         T.DECIDED.format(approval=decided.id, status=decided.status, by=escaping.clean(by, 200)),
@@ -66,8 +66,8 @@ def decide(console: Console, form: dict[str, str], csrf: str) -> tuple[int, str]
 def _stale(console: Console, approval_id: str, detail: str) -> str:
     lines = [T.STALE.format(detail=escaping.sanitize(detail).rstrip("."))]
     try:
-        with operator._opened(console.database, writer=False) as store:
+        with operator_frame.opened(console.database, writer=False) as store:
             lines.append(read.what_happened(store.get_approval(approval_id)))
-    except (operator.OperatorError, StoreError, NotFound):
+    except (operator_frame.OperatorError, StoreError, NotFound):
         pass
     return pages.message_page(T.STALE_TITLE, lines, "refused")

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentrt_proxy.canonical import durations
-from agentrt_proxy.cli import operator, task_views, verify_state
+from agentrt_proxy.cli import operator_frame, task_views, verify_chain, verify_state
 from agentrt_proxy.cli import operator_views as views
 from agentrt_proxy.cli.late_outcomes import late_outcome_lines
 from agentrt_proxy.cli.watch_feed import waited
@@ -30,6 +30,7 @@ from agentrt_proxy.store import (
     WithheldTool,
     pending_approvals,
 )
+from agentrt_proxy.store import reads as store_reads
 from agentrt_proxy.text import console_text, escaping, operator_text
 from agentrt_proxy.text.cli_text import program_invocation
 from agentrt_proxy.upstream import ManifestError, read_manifest
@@ -77,7 +78,7 @@ def card(store: Store, approval: Approval) -> Card:
     presentation, unread_p = views.literal_tree(approval.presentation_json)
     arguments = views.field_rows(request.get("args") if isinstance(request, dict) else None)
     presentation_rows = views.field_rows(presentation)
-    reason = operator._approval_reason(store, approval)
+    reason = store_reads.approval_reason(store, approval)
     if isinstance(presentation, dict) and "reason" in presentation:
         reason = ""  # shown among the presentation's fields already, as show does
     return Card(
@@ -196,12 +197,12 @@ def runs(store: Store, f: RunFilter) -> tuple[list[RunRow], int, int]:
 
 def show_lines(store: Store, path: str, run_id: str) -> tuple[list[str], bool]:
     """The run as ``show`` prints it (its first ``SHOW_EVENTS`` events), and whether more follow."""
-    run = operator._read_run(store, run_id)
+    run = operator_frame.read_run(store, run_id)
     task = store.tasks.of_runs([run_id]).get(run_id)
     lines = views.run_header(run) + task_views.task_lines(task) + views.budget_lines(store.holds.of_run(run_id))
     for a in store.approvals_of(run_id):
         if a.status == APPROVAL_PENDING:
-            reason, known = operator._approval_reason(store, a), late_outcome_lines(store, a)
+            reason, known = store_reads.approval_reason(store, a), late_outcome_lines(store, a)
             lines += ["", *views.approval_block(a, reason, program_invocation(), path, known)]
     lines += ["", *views.steps_table(store.steps_of(run_id)), "", operator_text.OP_EVENTS]
     events = store.events_of(run_id, 0, SHOW_EVENTS + 1)
@@ -294,8 +295,8 @@ def refused_tools(config: Config) -> tuple[list[list[str]], list[str]]:
 def verify_lines(store: Store) -> tuple[bool, list[str]]:
     """``verify``'s verdict, head and state lines, through its own code."""
     report = store.verify(0, 0, None, approval_hash=approvals.stored_hash)
-    args = operator.VerifyArgs(0, 0, None, False)
-    return report.intact, operator._verify_lines(report, args, "") + verify_state.state_lines(report)
+    args = verify_chain.VerifyArgs(0, 0, None, False)
+    return report.intact, verify_chain.verify_lines(report, args, "") + verify_state.state_lines(report)
 
 
 # --------------------------------------------------------------------------- the live update

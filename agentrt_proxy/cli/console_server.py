@@ -17,7 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from agentrt_proxy.cli import console_decide, operator
+from agentrt_proxy.cli import console_decide, operator_frame
 from agentrt_proxy.cli import console_pages as pages
 from agentrt_proxy.cli import console_read as read
 from agentrt_proxy.cli.console_assets import CSS, JS
@@ -119,7 +119,7 @@ class Handler(BaseHTTPRequestHandler):
             return
         try:
             self._route(url.path, query, session[1])
-        except (operator.OperatorError, StoreError) as err:
+        except (operator_frame.OperatorError, StoreError) as err:
             self._send(
                 503, pages.message_page(T.REFUSED_TITLE, [T.DB_TROUBLE.format(detail=escaping.sanitize(str(err)))])
             )
@@ -145,7 +145,7 @@ class Handler(BaseHTTPRequestHandler):
         if path == "/events":
             self._stream([i for i in query.get("shown", "").split(",") if i])
             return
-        with operator._opened(c.database, writer=False) as store:
+        with operator_frame.opened(c.database, writer=False) as store:
             if path == "/":
                 body = pages.approvals_page(read.waiting_cards(store), csrf)
             elif path in ("/approve", "/reject"):
@@ -225,7 +225,7 @@ class Handler(BaseHTTPRequestHandler):
     def _run(self, store: Any, run_id: str) -> None:
         try:
             lines, more = read.show_lines(store, os.path.abspath(self.console.database), run_id)
-        except operator.OperatorError as err:
+        except operator_frame.OperatorError as err:
             self._send(404, pages.message_page(T.REFUSED_TITLE, [str(err)]))
             return
         self._send(200, pages.run_page(escaping.clean(run_id, 100), lines, more))
@@ -233,7 +233,7 @@ class Handler(BaseHTTPRequestHandler):
     # ------------------------------------------------------------------ the live stream
     def _stream(self, shown: list[str]) -> None:
         c = self.console
-        with operator._opened(c.database, writer=False) as store:  # refused before a byte is sent
+        with operator_frame.opened(c.database, writer=False) as store:  # refused before a byte is sent
             watcher = read.PendingWatch(store, set(shown))
             self.send_response(200)
             for name, value in SECURITY_HEADERS:

@@ -43,7 +43,6 @@ MOVED = (
     "agentrt_proxy.cli.flags",
     "agentrt_proxy.cli.login",
     "agentrt_proxy.cli.main",
-    "agentrt_proxy.cli.operator",
     "agentrt_proxy.cli.operator_frame",
     "agentrt_proxy.cli.operator_views",
     "agentrt_proxy.cli.pin",
