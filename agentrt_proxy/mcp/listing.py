@@ -3,6 +3,7 @@ schema (the pin hashes that text, so it is cut from the answer line, never re-en
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -10,6 +11,10 @@ from agentrt_proxy.canonical.quoting import go_quote
 from agentrt_proxy.mcp.errors import TransportError
 from agentrt_proxy.mcp.jsonrpc import Response
 from agentrt_proxy.mcp.spans import SpanError, find_span, iter_elements
+from agentrt_proxy.mcp.spec import MAX_TOOL_PAGES, MAX_TOOLS
+
+# One request whose error answer or failure is an exception: (method, params) -> the answer.
+Roundtrip = Callable[[str, dict[str, Any] | None], Awaitable[Response]]
 
 
 @dataclass(frozen=True)
@@ -57,3 +62,25 @@ def listed_page(answer: Response, names: set[str]) -> list[ListedTool]:
             )
         )
     return out
+
+
+async def list_every_tool(roundtrip: Roundtrip) -> list[ListedTool]:
+    """Every page of ``tools/list``, followed by its cursors (a repeated cursor, more than
+    ``MAX_TOOL_PAGES`` pages or ``MAX_TOOLS`` tools is refused)."""
+    tools: list[ListedTool] = []
+    names: set[str] = set()
+    cursors: set[str] = set()
+    cursor: str | None = None
+    for _page in range(MAX_TOOL_PAGES):
+        answer = await roundtrip("tools/list", {"cursor": cursor} if cursor is not None else None)
+        tools.extend(listed_page(answer, names))
+        if len(tools) > MAX_TOOLS:
+            raise TransportError(f"more than {MAX_TOOLS} tools")
+        nxt = answer.result.get("nextCursor") if isinstance(answer.result, dict) else None
+        if not isinstance(nxt, str) or nxt == "":
+            return tools
+        if nxt in cursors:
+            raise TransportError(f"the cursor {go_quote(nxt)} repeats")
+        cursors.add(nxt)
+        cursor = nxt
+    raise TransportError(f"more than {MAX_TOOL_PAGES} pages")
