@@ -25,7 +25,7 @@ from agentrt_proxy.canonical.encoder import Raw
 from agentrt_proxy.canonical.quoting import go_escape, go_quote
 from agentrt_proxy.mcp import jsonrpc
 from agentrt_proxy.mcp.client_asks import RequestHandler, ServerAsks
-from agentrt_proxy.mcp.client_inbox import Inbox, Pending, ProgressCallback, Undecodable
+from agentrt_proxy.mcp.client_inbox import Inbox, PendingAnswer, ProgressCallback, Undecodable
 from agentrt_proxy.mcp.errors import (
     AuthorizationRefused,
     ConnectError,
@@ -40,7 +40,7 @@ from agentrt_proxy.mcp.framing import Oversize
 from agentrt_proxy.mcp.jsonrpc import ErrorResponse, Notification, Request, Response
 from agentrt_proxy.mcp.listing import ListedTool, list_every_tool
 from agentrt_proxy.mcp.outcomes import HttpStatus, NoAnswer, NoAnswerKind, NotSent, Refused, RpcError, ToolOutcome
-from agentrt_proxy.mcp.renewal import Attempt, Renewal
+from agentrt_proxy.mcp.renewal import Renewal, SendAttempt
 from agentrt_proxy.mcp.results import map_result
 from agentrt_proxy.mcp.spec import (
     CLIENT_INFO,
@@ -98,7 +98,7 @@ class Connection:
     # -------------------------------------------------------------- incoming
 
     @property
-    def _pending(self) -> dict[int, Pending]:
+    def _pending(self) -> dict[int, PendingAnswer]:
         return self._inbox.pending
 
     def _deliver(self, data: bytes | Oversize) -> None:
@@ -126,8 +126,8 @@ class Connection:
         *,
         on_progress: ProgressCallback | None = None,
         renewal: bool = False,
-        attempt: Attempt | None = None,
-    ) -> tuple[int, Pending]:
+        attempt: SendAttempt | None = None,
+    ) -> tuple[int, PendingAnswer]:
         """Send a request; return its id and pending slot (the caller awaits ``done``)."""
         if self._dead is not None:
             raise SessionClosed(self._dead)
@@ -139,7 +139,7 @@ class Connection:
             if renewal:  # the new session's own handshake: sent as it is, never renewed itself
                 await self._transport.send(data, expects_answer=True, timeout=None)
             else:
-                await self._renewal.send(data, attempt or Attempt())
+                await self._renewal.send(data, attempt or SendAttempt())
         except TransportError as exc:
             if pending.answer is None:
                 pending.failed(exc)
@@ -170,7 +170,7 @@ class Connection:
         the server's answer, a JSON-RPC error included; ``TransportError`` when there is none
         (the session ended, the answer cannot be read, or ``timeout_ns`` passed)."""
         msg_id: int | None = None
-        pending: Pending | None = None
+        pending: PendingAnswer | None = None
         try:
             with anyio.move_on_after(timeout_ns / 1e9) as scope:
                 msg_id, pending = await self._request(method, params)
@@ -258,8 +258,8 @@ class Connection:
         if arguments_text is not None and arguments_text.strip():
             params["arguments"] = Raw(arguments_text)
         msg_id: int | None = None
-        pending: Pending | None = None
-        attempt = Attempt()
+        pending: PendingAnswer | None = None
+        attempt = SendAttempt()
         timeout = None if not timeout_ns else timeout_ns / 1e9
         try:
             with anyio.move_on_after(timeout) as scope:

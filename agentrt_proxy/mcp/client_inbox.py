@@ -1,6 +1,6 @@
 """What an upstream server sends its client, matched to the request it answers.
 
-Ids are the client's own integers, handed out here; each request in flight has a ``Pending``
+Ids are the client's own integers, handed out here; each request in flight has a ``PendingAnswer``
 slot that its answer, or the failure that stands for one, fills exactly once. A call's progress
 reaches only its own callback (the progress token is the request's id). A request of the
 server's and every other notification go to the callbacks the connection gave.
@@ -21,7 +21,7 @@ from agentrt_proxy.mcp.jsonrpc import DecodeFailure, ErrorResponse, Notification
 from agentrt_proxy.mcp.oversize import answer_id, too_long, whole_characters
 from agentrt_proxy.mcp.spans import top_level_id
 
-__all__ = ["Inbox", "Pending", "ProgressCallback", "Undecodable"]
+__all__ = ["Inbox", "PendingAnswer", "ProgressCallback", "Undecodable"]
 
 ProgressCallback = Callable[[float, float | None, str | None], None]
 
@@ -41,7 +41,7 @@ class Undecodable:
         self.reason, self.raw = reason, raw
 
 
-class Pending:
+class PendingAnswer:
     """One request in flight: set ``done`` once ``answer`` or ``failure`` is in."""
 
     def __init__(self, on_progress: ProgressCallback | None) -> None:
@@ -70,12 +70,12 @@ class Inbox:
         self._on_request = on_request
         self._on_notification = on_notification
         self._next_id = 0
-        self.pending: dict[int, Pending] = {}
+        self.pending: dict[int, PendingAnswer] = {}
 
-    def open(self, on_progress: ProgressCallback | None) -> tuple[int, Pending]:
+    def open(self, on_progress: ProgressCallback | None) -> tuple[int, PendingAnswer]:
         """A new request id and the slot its answer will fill."""
         self._next_id += 1
-        slot = Pending(on_progress)
+        slot = PendingAnswer(on_progress)
         self.pending[self._next_id] = slot
         return self._next_id, slot
 
@@ -92,7 +92,7 @@ class Inbox:
             if not pending.settled:
                 pending.failed(failure())
 
-    def _waiting(self, msg_id: Any) -> Pending | None:
+    def _waiting(self, msg_id: Any) -> PendingAnswer | None:
         pending = self.pending.get(msg_id) if isinstance(msg_id, int) else None
         return pending if pending is not None and pending.answer is None else None
 

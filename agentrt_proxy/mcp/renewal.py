@@ -15,10 +15,10 @@ import anyio
 from agentrt_proxy.mcp.errors import HTTPStatusError, NotSentError, SessionExpired, TransportError
 from agentrt_proxy.mcp.transport import Transport
 
-__all__ = ["Attempt", "Renewal"]
+__all__ = ["Renewal", "SendAttempt"]
 
 
-class Attempt:
+class SendAttempt:
     """Whether a call's request may have reached the server yet: a call that times out while a
     new session is being started was never sent."""
 
@@ -38,7 +38,7 @@ class Renewal:
         self._renewing = anyio.Lock()
         self._stale = False  # the server forgot the session and no new one could be started yet
 
-    async def send(self, data: bytes, attempt: Attempt) -> None:
+    async def send(self, data: bytes, attempt: SendAttempt) -> None:
         """Send a request in a live session: a request the server refused for a session it no
         longer knows was not processed, so it goes once more, on a new session. The same refusal
         in the session just begun is the server's answer to a request it was sent whole twice

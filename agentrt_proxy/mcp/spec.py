@@ -61,7 +61,6 @@ class ServerSpec:
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     forward: Sequence[str] = ()
 
-
     # An HTTP server's authorizer (``mcp.http_auth.Authorizer``): its headers ride on every
     # request, and it judges a 401 or a 403 insufficient_scope. None: the static headers alone.
     auth: Any = field(default=None, compare=False)
