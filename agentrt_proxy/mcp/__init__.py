@@ -93,7 +93,9 @@ def _from_its_module(name: str) -> Any:
         from agentrt_proxy.mcp.stdio_streams import open_stdio
 
         return open_stdio
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from agentrt_proxy.mcp.messages import NO_ATTRIBUTE
+
+    raise AttributeError(NO_ATTRIBUTE.format(module=__name__, name=name))
 
 
 __all__ = [

@@ -24,6 +24,7 @@ from agentrt_proxy.canonical.durations import format_go
 from agentrt_proxy.canonical.encoder import Raw
 from agentrt_proxy.canonical.quoting import go_escape, go_quote
 from agentrt_proxy.mcp import jsonrpc
+from agentrt_proxy.mcp import messages as M
 from agentrt_proxy.mcp.client_asks import RequestHandler, ServerAsks
 from agentrt_proxy.mcp.client_inbox import Inbox, PendingAnswer, ProgressCallback, Undecodable
 from agentrt_proxy.mcp.errors import (
@@ -159,9 +160,11 @@ class Connection:
             raise pending.failure
         answer = pending.answer
         if isinstance(answer, ErrorResponse):
-            raise TransportError(f"the server answered {method} with error {answer.code}: {go_escape(answer.message)}")
+            raise TransportError(
+                M.ANSWERED_WITH_ERROR.format(method=method, code=answer.code, q_message=go_escape(answer.message))
+            )
         if isinstance(answer, Undecodable):
-            raise TransportError(f"the answer to {method} cannot be read: {answer.reason}")
+            raise TransportError(M.ANSWER_UNREADABLE.format(method=method, reason=answer.reason))
         assert isinstance(answer, Response)
         return answer
 
@@ -182,12 +185,12 @@ class Connection:
             if msg_id is not None and self._dead is None:
                 with contextlib.suppress(RuntimeError):  # the connection is being torn down
                     self._tg.start_soon(self._cancel_upstream, msg_id, timeout_ns)
-            raise TransportError(f"{method}: timed out after {format_go(timeout_ns)}")
+            raise TransportError(M.METHOD_TIMED_OUT.format(method=method, duration=format_go(timeout_ns)))
         if pending.failure is not None:
             raise pending.failure
         answer = pending.answer
         if isinstance(answer, Undecodable):
-            raise TransportError(f"the answer to {method} cannot be read: {answer.reason}")
+            raise TransportError(M.ANSWER_UNREADABLE.format(method=method, reason=answer.reason))
         assert isinstance(answer, Response | ErrorResponse)
         return answer
 
@@ -231,7 +234,7 @@ class Connection:
         with anyio.move_on_after(timeout_ns / 1e9) as scope:
             tools = await self._list_tools()
         if scope.cancelled_caught:
-            raise TransportError(f"tools/list: timed out after {format_go(timeout_ns)}")
+            raise TransportError(M.METHOD_TIMED_OUT.format(method="tools/list", duration=format_go(timeout_ns)))
         self.tools = tools
         return tools
 
@@ -251,9 +254,9 @@ class Connection:
         on_progress: ProgressCallback | None = None,
     ) -> ToolOutcome:
         """Call ``name`` upstream with ``arguments_text`` as given; classify what came back."""
-        prefix = f"mcp: server {go_quote(self.server)}: tool {go_quote(name)}"
+        prefix = M.TOOL_PREFIX.format(q_server=go_quote(self.server), q_tool=go_quote(name))
         if self._dead is not None:  # the session ended before this request: nothing was written
-            return NotSent(f"{prefix}: {go_escape(self._dead)}")
+            return NotSent(M.TOOL_FAILED.format(prefix=prefix, q_detail=go_escape(self._dead)))
         params: dict[str, Any] = {"name": name}
         if arguments_text is not None and arguments_text.strip():
             params["arguments"] = Raw(arguments_text)
@@ -268,7 +271,7 @@ class Connection:
                         "tools/call", params, on_progress=on_progress, attempt=attempt
                     )
                 except SessionClosed as exc:  # raised before writing: the session had already ended
-                    return NotSent(f"{prefix}: {go_escape(str(exc))}")
+                    return NotSent(M.TOOL_FAILED.format(prefix=prefix, q_detail=go_escape(str(exc))))
                 await pending.done.wait()
         finally:
             if msg_id is not None:
@@ -276,23 +279,25 @@ class Connection:
         if scope.cancelled_caught or pending is None:
             assert timeout_ns
             if not attempt.out:  # the time ran out while a new session was being started
-                return NotSent(f"{prefix}: timed out after {format_go(timeout_ns)} starting a new session")
+                return NotSent(M.TOOL_TIMED_OUT_RENEWING.format(prefix=prefix, duration=format_go(timeout_ns)))
             if msg_id is not None and self._dead is None:
                 with contextlib.suppress(RuntimeError):  # the connection is being torn down
                     self._tg.start_soon(self._cancel_upstream, msg_id, timeout_ns)
                 drop = getattr(self._transport, "drop_partial", None)
                 if drop is not None:  # a line still arriving for it never outlives the call
                     drop(msg_id, alone=not self._inbox.pending)
-            return NoAnswer("timeout", f"{prefix}: timed out after {format_go(timeout_ns)}")
+            return NoAnswer("timeout", M.TOOL_TIMED_OUT.format(prefix=prefix, duration=format_go(timeout_ns)))
         if isinstance(pending.failure, NotSentError):
-            return NotSent(f"{prefix}: {go_escape(str(pending.failure))}")
+            return NotSent(M.TOOL_FAILED.format(prefix=prefix, q_detail=go_escape(str(pending.failure))))
         if isinstance(pending.failure, HTTPStatusError):  # the server refused it: it may have acted first
-            return HttpStatus(pending.failure.status, f"{prefix}: {go_escape(str(pending.failure))}")
+            return HttpStatus(
+                pending.failure.status, M.TOOL_FAILED.format(prefix=prefix, q_detail=go_escape(str(pending.failure)))
+            )
         if isinstance(pending.failure, MessageTooLarge) and pending.failure.answered:
-            return Refused(f"{pending.failure} (max_message_bytes)", b"")  # the server answered
+            return Refused(M.ANSWERED_TOO_LARGE.format(failure=pending.failure), b"")  # the server answered
         if pending.failure is not None:
             kind: NoAnswerKind = "dropped" if isinstance(pending.failure, SessionClosed) else "protocol"
-            return NoAnswer(kind, f"{prefix}: {go_escape(str(pending.failure))}")
+            return NoAnswer(kind, M.TOOL_FAILED.format(prefix=prefix, q_detail=go_escape(str(pending.failure))))
         answer = pending.answer
         if isinstance(answer, ErrorResponse):
             return RpcError(answer.code, answer.message, answer.data)
@@ -304,7 +309,8 @@ class Connection:
     async def _cancel_upstream(self, msg_id: int, timeout_ns: int) -> None:
         with contextlib.suppress(TransportError), anyio.move_on_after(5):
             await self._notify(
-                "notifications/cancelled", {"requestId": msg_id, "reason": f"timed out after {format_go(timeout_ns)}"}
+                "notifications/cancelled",
+                {"requestId": msg_id, "reason": M.TIMED_OUT.format(duration=format_go(timeout_ns))},
             )
 
     # ------------------------------------------------------------------ close
@@ -382,11 +388,14 @@ async def open_connection(
                 detail = await transport.failure_detail()
             q = go_quote(spec.name)
             if scope.cancelled_caught:
-                failure = ConnectError(f"mcp: server {q}: {phase}: timed out after {format_go(bound_ns)}{detail}")
+                failure = ConnectError(
+                    M.CONNECT_TIMED_OUT.format(q_server=q, phase=phase, duration=format_go(bound_ns), detail=detail)
+                )
             else:
                 refusal = str(error) if isinstance(error, AuthorizationRefused) else None
                 failure = ConnectError(
-                    f"mcp: server {q}: {phase}: {go_escape(str(error))}{detail}", authorization=refusal
+                    M.CONNECT_FAILED.format(q_server=q, phase=phase, q_error=go_escape(str(error)), detail=detail),
+                    authorization=refusal,
                 )
             tg.cancel_scope.cancel()
         else:

@@ -14,13 +14,13 @@ from collections.abc import Awaitable, Callable, Collection
 from typing import Any
 
 from agentrt_proxy.mcp import jsonrpc
+from agentrt_proxy.mcp import messages as M
 from agentrt_proxy.mcp.errors import TransportError
 from agentrt_proxy.mcp.jsonrpc import METHOD_NOT_FOUND, Notification, Request
 
 __all__ = ["FORWARDED_BY", "NOT_OFFERED", "RequestHandler", "ServerAsks"]
 
 NOT_OFFERED = ("sampling/createMessage", "elicitation/create", "roots/list")
-MSG_NOT_OFFERED = "the agentrt-proxy client offers no sampling, elicitation or roots: {method} is refused"
 # The capability a server's request needs, as ``forward`` and the client's capabilities name it.
 FORWARDED_BY = {"sampling/createMessage": "sampling", "elicitation/create": "elicitation"}
 # A relay of a server's request: (server's method, its params) -> the answer's ``result`` or
@@ -55,7 +55,7 @@ class ServerAsks:
             relayed = await relay(req.method, req.params)
             answer = {"jsonrpc": "2.0", "id": req.id, **relayed}
         elif req.method in NOT_OFFERED:
-            answer = jsonrpc.error(req.id, METHOD_NOT_FOUND, MSG_NOT_OFFERED.format(method=req.method), req.method)
+            answer = jsonrpc.error(req.id, METHOD_NOT_FOUND, M.NOT_OFFERED.format(method=req.method), req.method)
         else:
             answer = jsonrpc.error(req.id, METHOD_NOT_FOUND, jsonrpc.error_message(METHOD_NOT_FOUND), req.method)
         with contextlib.suppress(TransportError):

@@ -15,6 +15,7 @@ from typing import Any
 import anyio
 
 from agentrt_proxy.mcp import jsonrpc
+from agentrt_proxy.mcp import messages as M
 from agentrt_proxy.mcp.errors import TransportError
 from agentrt_proxy.mcp.framing import EDGE_BYTES, Oversize
 from agentrt_proxy.mcp.jsonrpc import DecodeFailure, ErrorResponse, Notification, Request, Response
@@ -144,8 +145,8 @@ class Inbox:
             return
         if line.tail is None:
             return  # its end may still name the call
-        reason = f"the server sent a message of {line.size} bytes, over the limit of {line.limit} (max_message_bytes)"
-        self.fail_all(lambda: TransportError(f"{reason}, naming no request it answers"))
+        reason = M.MESSAGE_OVER_LIMIT.format(size=line.size, limit=line.limit)
+        self.fail_all(lambda: TransportError(M.NAMING_NO_REQUEST.format(reason=reason)))
 
     def _progress(self, note: Notification) -> None:
         if not note.params:

@@ -38,6 +38,7 @@ import anyio.lowlevel
 import anyio.to_thread
 
 from agentrt_proxy.canonical.quoting import go_escape
+from agentrt_proxy.mcp import messages as M
 from agentrt_proxy.mcp.errors import NotSentError, SessionClosed, TransportError
 from agentrt_proxy.mcp.http_answers import AnswerReader, StreamEnd
 from agentrt_proxy.mcp.http_auth import Authorizer
@@ -67,7 +68,7 @@ class HTTPTransport:
     ) -> None:
         parts = urlsplit(endpoint)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise TransportError(f"the endpoint {go_escape(endpoint)} is not an http:// or https:// URL")
+            raise TransportError(M.NOT_AN_HTTP_URL.format(q_endpoint=go_escape(endpoint)))
         self._server = server
         self._https = parts.scheme == "https"
         self._host = parts.hostname
@@ -159,7 +160,7 @@ class HTTPTransport:
                 if written:  # part of the request is out: the server may act on it
                     raise TransportError(f"{method}: {describe(exc)}") from exc
                 if not reused:
-                    raise NotSentError(f"{method}: nothing could be written: {describe(exc)}") from exc
+                    raise NotSentError(M.NOTHING_WRITTEN.format(method=method, detail=describe(exc))) from exc
                 conn = None
 
     def _post_once(self, data: bytes, headers: dict[str, str], expects_answer: bool, timeout: float | None) -> None:

@@ -15,6 +15,7 @@ import json
 from collections.abc import Callable
 
 from agentrt_proxy.canonical.quoting import go_escape
+from agentrt_proxy.mcp import messages as M
 from agentrt_proxy.mcp.errors import HTTPStatusError, MessageTooLarge, SessionClosed, SessionExpired, TransportError
 from agentrt_proxy.mcp.http_auth import is_scope_challenge
 from agentrt_proxy.mcp.http_credentials import Challenged
@@ -67,9 +68,7 @@ class AnswerReader:
         stream stopped (None: it had none)."""
         status = resp.status
         if 300 <= status < 400:
-            raise TransportError(
-                f"the server answered HTTP {status} {go_escape(resp.reason)}; redirects are not followed"
-            )
+            raise TransportError(M.REDIRECT_REFUSED.format(status=status, q_reason=go_escape(resp.reason)))
         if status in (202, 204) or (not expects_answer and 200 <= status < 300):
             self.read_body(resp)
             return not resp.will_close, None
@@ -79,13 +78,13 @@ class AnswerReader:
             if status == 401 or is_scope_challenge(status, challenge):
                 raise Challenged(status, resp.reason, challenge)
             if sent_session is not None and session_gone(status, body):
-                raise SessionExpired(f"the server no longer knows the session (HTTP {status})", sent_session, status)
+                raise SessionExpired(M.SESSION_UNKNOWN.format(status=status), sent_session, status)
             if self._deliver_error(body):
                 return not resp.will_close, None
             snippet = go_escape(body[:200].decode("utf-8", "replace").strip())
+            template = M.ANSWERED_HTTP_DETAIL if snippet else M.ANSWERED_HTTP
             raise HTTPStatusError(
-                f"the server answered HTTP {status} {go_escape(resp.reason)}" + (f": {snippet}" if snippet else ""),
-                status,
+                template.format(status=status, q_reason=go_escape(resp.reason), q_snippet=snippet), status
             )
         media = media_type(resp)
         if media == "text/event-stream":
@@ -95,7 +94,7 @@ class AnswerReader:
             self._dispatch(self.read_body(resp, answer=expects_answer))
             return not resp.will_close, None
         self.read_body(resp)
-        raise TransportError(f"the server answered with content type {go_escape(media or 'none')}")
+        raise TransportError(M.CONTENT_TYPE_REFUSED.format(q_media=go_escape(media or "none")))
 
     def _deliver_error(self, body: bytes) -> bool:
         """A JSON-RPC error answer carried by an HTTP error status, if it names a request."""
@@ -111,7 +110,7 @@ class AnswerReader:
     def _check_length(self, resp: http.client.HTTPResponse, answer: bool = False) -> None:
         length = resp.getheader("Content-Length")
         if length is not None and length.strip().isdigit() and int(length) > self._max_body:
-            raise _BodyTooLarge(f"mcp: response body of {int(length)} bytes exceeds {self._max_body}", answered=answer)
+            raise _BodyTooLarge(M.BODY_LENGTH_OVER.format(length=int(length), limit=self._max_body), answered=answer)
 
     def read_body(self, resp: http.client.HTTPResponse, answer: bool = False) -> bytes:
         """The whole body, at most the limit; ``answer``: it is the request's JSON-RPC answer."""
@@ -120,7 +119,7 @@ class AnswerReader:
         while chunk := self._read_chunk(resp):
             body += chunk
             if len(body) > self._max_body:
-                raise _BodyTooLarge(f"mcp: response body exceeds {self._max_body} bytes", answered=answer)
+                raise _BodyTooLarge(M.BODY_OVER.format(limit=self._max_body), answered=answer)
         resp.read()  # marks the response complete, so the connection can carry the next request
         return bytes(body)
 
@@ -135,7 +134,7 @@ class AnswerReader:
         while chunk := self._read_chunk(resp):
             total += len(chunk)
             if total > self._max_body:
-                raise _BodyTooLarge(f"mcp: response body exceeds {self._max_body} bytes")
+                raise _BodyTooLarge(M.BODY_OVER.format(limit=self._max_body))
             events = parser.feed(chunk)
             for event in events:
                 self._dispatch(event)
@@ -152,4 +151,4 @@ class AnswerReader:
         except (OSError, http.client.HTTPException) as exc:
             if self._closed():
                 raise SessionClosed("connection closed") from exc
-            raise TransportError(f"reading the answer: {describe(exc)}") from exc
+            raise TransportError(M.READING_FAILED.format(detail=describe(exc))) from exc

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from agentrt_proxy.canonical.quoting import go_escape
+from agentrt_proxy.mcp import messages as M
 from agentrt_proxy.mcp.errors import AuthorizationRefused, NotSentError, TransportError
 from agentrt_proxy.mcp.http_auth import Authorizer
 from agentrt_proxy.mcp.http_pool import describe
@@ -23,7 +24,7 @@ class Challenged(TransportError):
     process the request. Caught by ``Credentials.post``, which asks the authorizer what to do."""
 
     def __init__(self, status: int, reason: str, challenge: str) -> None:
-        super().__init__(f"the server answered HTTP {status} {go_escape(reason)}")
+        super().__init__(M.ANSWERED_HTTP.format(status=status, q_reason=go_escape(reason)))
         self.status, self.challenge = status, challenge
 
 
@@ -45,7 +46,7 @@ class Credentials:
         try:
             credentials = self._auth.headers()
         except Exception as exc:  # the authorizer's own failure: nothing was written yet
-            raise NotSentError(f"the credentials for the request could not be had: {describe(exc)}") from exc
+            raise NotSentError(M.NO_CREDENTIALS.format(detail=describe(exc))) from exc
         return {**headers, **credentials}
 
     def post(self, post_once: Callable[[dict[str, str]], None], headers: dict[str, str]) -> None:
@@ -67,5 +68,5 @@ class Credentials:
 
     def _verdict(self, refusal: Challenged, sent: dict[str, str], *, final: bool) -> str | None:
         if self._auth is None:
-            return f"{refusal}: the server needs authorization"
+            return M.NEEDS_AUTHORIZATION.format(refusal=refusal)
         return self._auth.rejected(refusal.status, refusal.challenge, sent, final=final)

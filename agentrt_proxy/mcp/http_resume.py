@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Protocol
 
 from agentrt_proxy.canonical.quoting import go_escape
+from agentrt_proxy.mcp import messages as M
 from agentrt_proxy.mcp.errors import NotSentError, SessionClosed, TransportError
 from agentrt_proxy.mcp.http_answers import AnswerReader, StreamEnd, media_type, session_gone
 from agentrt_proxy.mcp.http_credentials import Credentials
@@ -72,10 +73,10 @@ class Resumer:
         tries = 0
         while True:
             if end.last_event_id is None:
-                raise TransportError("the server ended the answer's event stream without the answer")
+                raise TransportError(M.STREAM_ENDED)
             tries += 1
             if tries > MAX_RESUMES:
-                raise TransportError(f"the answer's event stream was resumed {MAX_RESUMES} times without the answer")
+                raise TransportError(M.RESUMED_TOO_OFTEN.format(times=MAX_RESUMES))
             retry_ms = end.retry_ms if end.retry_ms is not None else DEFAULT_RETRY_MS
             if self._wake.wait(retry_ms / 1000) or self._link.closed:
                 raise SessionClosed("connection closed")
@@ -91,13 +92,13 @@ class Resumer:
         headers["Accept"] = "text/event-stream"
         assert end.last_event_id is not None
         headers["Last-Event-ID"] = end.last_event_id
-        what = "GET to resume the answer"
+        what = M.RESUME_GET
         try:
             conn = self._link.write_request("GET", None, headers, timeout)
         except NotSentError as exc:  # the request itself went out long ago: its outcome is unknown
-            raise TransportError(f"{what}: {exc}") from exc
+            raise TransportError(M.RESUME_FAILED.format(what=what, error=exc)) from exc
         except TransportError as exc:
-            raise TransportError(f"{what}: {exc}") from exc
+            raise TransportError(M.RESUME_FAILED.format(what=what, error=exc)) from exc
         try:
             try:
                 resp = conn.getresponse()
@@ -112,12 +113,12 @@ class Resumer:
             if status >= 300 or media != "text/event-stream":
                 body = self._reader.read_body(resp)
                 if session_gone(status, body) and self._link.session_id is not None:
-                    raise LostMidAnswer(f"the server ended the session (HTTP {status})")
+                    raise LostMidAnswer(M.SESSION_ENDED.format(status=status))
                 if status >= 300:
-                    problem = f"HTTP {status} {go_escape(resp.reason)}"
+                    problem = M.RESUME_HTTP.format(status=status, q_reason=go_escape(resp.reason))
                 else:
-                    problem = f"content type {go_escape(media)}"
-                raise TransportError(f"the server answered the GET that resumes the answer with {problem}")
+                    problem = M.RESUME_CONTENT_TYPE.format(q_media=go_escape(media))
+                raise TransportError(M.RESUME_REFUSED.format(problem=problem))
             # A resumed stream may stay open after the answer: stop reading once it came.
             return self._reader.read_sse(resp, end, stop_when_answered=msg_id)
         finally:

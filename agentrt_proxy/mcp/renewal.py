@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable
 
 import anyio
 
+from agentrt_proxy.mcp import messages as M
 from agentrt_proxy.mcp.errors import HTTPStatusError, NotSentError, SessionExpired, TransportError
 from agentrt_proxy.mcp.transport import Transport
 
@@ -56,7 +57,7 @@ class Renewal:
             try:
                 await self._transport.send(data, expects_answer=True, timeout=None)
             except SessionExpired as again:
-                raise HTTPStatusError(f"{again}, again in the session just begun", again.status) from again
+                raise HTTPStatusError(M.EXPIRED_AGAIN.format(refusal=again), again.status) from again
 
     async def _renew(self, expired: str | None) -> None:
         """Start a new session after the server forgot ``expired`` (None: wait for a renewal under
@@ -74,5 +75,5 @@ class Renewal:
                     await self._initialize()
             except (TransportError, TimeoutError) as exc:
                 detail = str(exc) or "timed out"
-                raise NotSentError(f"the server ended the session and no new one could be started: {detail}") from exc
+                raise NotSentError(M.NO_NEW_SESSION.format(detail=detail)) from exc
             self._stale = False

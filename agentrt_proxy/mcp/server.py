@@ -24,6 +24,7 @@ import anyio
 import anyio.abc
 
 from agentrt_proxy.mcp import jsonrpc
+from agentrt_proxy.mcp import messages as M
 from agentrt_proxy.mcp.bounded_lines import BoundedLines, Oversized
 from agentrt_proxy.mcp.host_requests import HostRequests
 from agentrt_proxy.mcp.jsonrpc import (
@@ -158,7 +159,7 @@ class ServerSession:
         if isinstance(line, Oversized):
             # Never decoded: answered by the id its beginning carries (none: id null, as JSON-RPC
             # answers a request whose id cannot be read).
-            reason = f"the message is larger than {self._max_message_bytes} bytes"
+            reason = M.MESSAGE_TOO_LARGE.format(limit=self._max_message_bytes)
             await self.send(jsonrpc.error(jsonrpc.oversized_request_id(line.head), INVALID_REQUEST, reason))
             return
         decoded = jsonrpc.decode_line(line)
@@ -209,7 +210,7 @@ class ServerSession:
             return None
         key = (type(msg.id), msg.id)
         if key in self._ids:
-            return jsonrpc.error(msg.id, INVALID_REQUEST, "request id already in use")
+            return jsonrpc.error(msg.id, INVALID_REQUEST, M.ID_IN_USE)
         self._ids.add(key)
         tg.start_soon(start, msg)
         return None
@@ -223,12 +224,12 @@ class ServerSession:
         for (start, end), item in zip(iter_elements(batch.text, 0), batch.items, strict=True):
             msg = jsonrpc.classify(item, batch.text[start:end])
             if isinstance(msg, Request) and msg.method == "initialize":
-                answers.append(jsonrpc.error(msg.id, INVALID_REQUEST, "initialize must not be batched"))
+                answers.append(jsonrpc.error(msg.id, INVALID_REQUEST, M.INITIALIZE_BATCHED))
                 continue
             if isinstance(msg, Request):
                 key = (type(msg.id), msg.id)
                 if key in self._ids:
-                    answers.append(jsonrpc.error(msg.id, INVALID_REQUEST, "request id already in use"))
+                    answers.append(jsonrpc.error(msg.id, INVALID_REQUEST, M.ID_IN_USE))
                 else:
                     self._ids.add(key)
                     requests.append(msg)

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 import anyio
 
 from agentrt_proxy.mcp import jsonrpc, modern, tasks_wire
+from agentrt_proxy.mcp import messages as M
 from agentrt_proxy.mcp.host_requests import HostRequests
 from agentrt_proxy.mcp.jsonrpc import (
     INTERNAL_ERROR,
@@ -99,7 +100,7 @@ class Answering:
             return jsonrpc.error(req.id, exc.code, exc.message, exc.data)
         except Exception:
             # Never a traceback to the host; the application logs its own failures.
-            log.exception("internal error answering %s", req.method)
+            log.exception(M.LOG_INTERNAL_ERROR, req.method)
             return jsonrpc.error(req.id, INTERNAL_ERROR, jsonrpc.error_message(INTERNAL_ERROR))
 
     async def _answer_legacy(self, req: Request) -> dict[str, Any] | None:
@@ -223,7 +224,7 @@ class Answering:
             raise JsonRpcError(INVALID_REQUEST, jsonrpc.MSG_NOT_INITIALIZED)
         level = (req.params or {}).get("level")
         if not is_level(level):
-            raise JsonRpcError(INVALID_PARAMS, f"logging/setLevel needs a level, one of: {', '.join(LOG_LEVELS)}")
+            raise JsonRpcError(INVALID_PARAMS, M.SET_LEVEL_NEEDS_LEVEL.format(levels=", ".join(LOG_LEVELS)))
         self._session.log_level = level
         return {}
 
@@ -232,11 +233,11 @@ class Answering:
         params = req.params or {}
         name = params.get("name")
         if not isinstance(name, str):
-            raise JsonRpcError(INVALID_PARAMS, "tools/call needs a tool name")
+            raise JsonRpcError(INVALID_PARAMS, M.CALL_NEEDS_NAME)
         try:
             arguments_text = raw_arguments(req.text)
         except SpanError as exc:  # pragma: no cover - the line already decoded as JSON
-            raise JsonRpcError(INVALID_PARAMS, "the arguments cannot be read") from exc
+            raise JsonRpcError(INVALID_PARAMS, M.ARGUMENTS_UNREADABLE) from exc
         meta = params.get("_meta")
         meta = meta if isinstance(meta, dict) else {}
         token = meta.get("progressToken")
@@ -244,7 +245,7 @@ class Answering:
             token = None
         task = params.get("task") if version == tasks_wire.TASKS_VERSION_2025 and self._tasks_2025() else None
         if task is not None and not isinstance(task, dict):
-            raise JsonRpcError(INVALID_PARAMS, "params.task must be an object")
+            raise JsonRpcError(INVALID_PARAMS, M.TASK_NOT_OBJECT)
         ctx = CallContext(
             request_id=req.id,
             progress_token=token,
