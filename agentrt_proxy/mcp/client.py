@@ -6,9 +6,9 @@ is classified for the gate (``outcomes.ToolOutcome``); nothing here raises to th
 model.
 
 The connection owns three helpers, one concern each: the ``Inbox`` matches what the server
-sends to the requests in flight (``client_inbox``), ``ServerAsks`` answers the server's own
-requests and hands its notifications on (``client_asks``), and ``Renewal`` sends a request in
-a live session, starting a new one when an HTTP server forgot the old (``renewal``).
+sends to the requests in flight (``_client_inbox``), ``ServerAsks`` answers the server's own
+requests and hands its notifications on (``_client_asks``), and ``Renewal`` sends a request in
+a live session, starting a new one when an HTTP server forgot the old (``_renewal``).
 """
 
 from __future__ import annotations
@@ -23,10 +23,14 @@ import anyio.abc
 from agentrt_proxy.canonical.durations import format_go
 from agentrt_proxy.canonical.encoder import Raw
 from agentrt_proxy.canonical.quoting import go_escape, go_quote
+from agentrt_proxy.mcp import _messages as M
 from agentrt_proxy.mcp import jsonrpc
-from agentrt_proxy.mcp import messages as M
-from agentrt_proxy.mcp.client_asks import RequestHandler, ServerAsks
-from agentrt_proxy.mcp.client_inbox import Inbox, PendingAnswer, ProgressCallback, Undecodable
+from agentrt_proxy.mcp._client_asks import RequestHandler, ServerAsks
+from agentrt_proxy.mcp._client_inbox import Inbox, PendingAnswer, ProgressCallback, Undecodable
+from agentrt_proxy.mcp._framing import Oversize
+from agentrt_proxy.mcp._listing import ListedTool, list_every_tool
+from agentrt_proxy.mcp._renewal import Renewal, SendAttempt
+from agentrt_proxy.mcp._transport import Transport
 from agentrt_proxy.mcp.errors import (
     AuthorizationRefused,
     ConnectError,
@@ -37,11 +41,8 @@ from agentrt_proxy.mcp.errors import (
     SessionClosed,
     TransportError,
 )
-from agentrt_proxy.mcp.framing import Oversize
 from agentrt_proxy.mcp.jsonrpc import ErrorResponse, Notification, Request, Response
-from agentrt_proxy.mcp.listing import ListedTool, list_every_tool
 from agentrt_proxy.mcp.outcomes import HttpStatus, NoAnswer, NoAnswerKind, NotSent, Refused, RpcError, ToolOutcome
-from agentrt_proxy.mcp.renewal import Renewal, SendAttempt
 from agentrt_proxy.mcp.results import map_result
 from agentrt_proxy.mcp.spec import (
     CLIENT_INFO,
@@ -50,7 +51,6 @@ from agentrt_proxy.mcp.spec import (
     ServerSpec,
     child_env,
 )
-from agentrt_proxy.mcp.transport import Transport
 
 __all__ = ["Connection", "ListedTool", "ProgressCallback", "open_connection"]
 
@@ -341,7 +341,7 @@ def _make_transport(spec: ServerSpec, tg: anyio.abc.TaskGroup) -> Transport:
         from agentrt_proxy.mcp.stdio import StdioTransport
 
         return StdioTransport(spec.name, spec.command, child_env(spec), tg, max_message_bytes=spec.max_message_bytes)
-    from agentrt_proxy.mcp.http import HTTPTransport
+    from agentrt_proxy.mcp._http import HTTPTransport
 
     assert spec.endpoint is not None
     return HTTPTransport(spec.name, spec.endpoint, dict(spec.headers), max_body=spec.max_message_bytes, auth=spec.auth)

@@ -14,7 +14,7 @@ from agentrt_proxy.canonical import encoder
 from agentrt_proxy.canonical.encoder import WIRE, WIRE_ASCII
 from agentrt_proxy.canonical.message_size import MAX_MESSAGE_VALUES, too_many_values
 from agentrt_proxy.errors import InvalidValue
-from agentrt_proxy.mcp import messages as M
+from agentrt_proxy.mcp import _messages as M
 from agentrt_proxy.mcp.spans import SpanError, iter_members, top_level_id
 
 __all__ = [

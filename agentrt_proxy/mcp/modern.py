@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentrt_proxy.canonical.encoder import Raw
-from agentrt_proxy.mcp import messages as M
+from agentrt_proxy.mcp import _messages as M
 from agentrt_proxy.mcp.spans import with_members_in_front
 
 __all__ = [

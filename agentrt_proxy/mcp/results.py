@@ -30,9 +30,9 @@ from typing import Any
 from agentrt_proxy import canonical
 from agentrt_proxy.canonical.encoder import SCHEMA, encode
 from agentrt_proxy.canonical.schema_form import SchemaFormError, canonical_schema, encode_string, parse_form
-from agentrt_proxy.mcp import messages as M
+from agentrt_proxy.mcp import _messages as M
+from agentrt_proxy.mcp._result_cap import Pieces, longest_prefix, size_of
 from agentrt_proxy.mcp.outcomes import CALL_TOOL_RESULT, Refused, Result
-from agentrt_proxy.mcp.result_cap import Pieces, longest_prefix, size_of
 from agentrt_proxy.mcp.shared_text import SHARED_KEY, entries_size, expand, share
 from agentrt_proxy.mcp.spans import SpanError, find_span, iter_elements, iter_members
 

@@ -8,10 +8,10 @@ checked, every result shaped). A ``server/discover`` without that envelope, and 
 method, is answered at once with -32601 (the Python SDK 2.x client probes first and waits
 10 s on silence). It handles requests concurrently, and is the only writer of the output
 stream. What tools exist and what a
-call does belong to the application (``ToolHandler``, ``serving``).
+call does belong to the application (``ToolHandler``, ``_serving``).
 
 The session reads and dispatches the host's lines (a batch included) and writes every line;
-``Answering`` (``server_answers``) answers each request in its era, and ``server_listen``
+``Answering`` (``_server_answers``) answers each request in its era, and ``_server_listen``
 serves the tasks extension's ``subscriptions/listen``.
 """
 
@@ -23,10 +23,20 @@ from typing import Any
 import anyio
 import anyio.abc
 
+from agentrt_proxy.mcp import _messages as M
 from agentrt_proxy.mcp import jsonrpc
-from agentrt_proxy.mcp import messages as M
-from agentrt_proxy.mcp.bounded_lines import BoundedLines, Oversized
-from agentrt_proxy.mcp.host_requests import HostRequests
+from agentrt_proxy.mcp._bounded_lines import BoundedLines, Oversized
+from agentrt_proxy.mcp._host_requests import HostRequests
+from agentrt_proxy.mcp._server_answers import LEGACY, MODERN, Answering
+from agentrt_proxy.mcp._serving import (
+    LATEST_PROTOCOL_VERSION,
+    SUPPORTED_PROTOCOL_VERSIONS,
+    CallContext,
+    JsonRpcError,
+    ToolHandler,
+    negotiate_version,
+    raw_arguments,
+)
 from agentrt_proxy.mcp.jsonrpc import (
     INVALID_REQUEST,
     PARSE_ERROR,
@@ -40,16 +50,6 @@ from agentrt_proxy.mcp.jsonrpc import (
     Response,
 )
 from agentrt_proxy.mcp.levels import passes_level
-from agentrt_proxy.mcp.server_answers import LEGACY, MODERN, Answering
-from agentrt_proxy.mcp.serving import (
-    LATEST_PROTOCOL_VERSION,
-    SUPPORTED_PROTOCOL_VERSIONS,
-    CallContext,
-    JsonRpcError,
-    ToolHandler,
-    negotiate_version,
-    raw_arguments,
-)
 from agentrt_proxy.mcp.spans import iter_elements
 
 __all__ = [

@@ -19,7 +19,7 @@ from typing import Any
 
 from agentrt_proxy.canonical.encoder import WIRE, Raw, encode
 from agentrt_proxy.errors import InvalidValue
-from agentrt_proxy.mcp import messages as M
+from agentrt_proxy.mcp import _messages as M
 
 __all__ = [
     "SpanError",

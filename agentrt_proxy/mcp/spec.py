@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentrt_proxy.canonical.quoting import go_quote
-from agentrt_proxy.mcp import messages as M
+from agentrt_proxy.mcp import _messages as M
 from agentrt_proxy.mcp.errors import ServerSpecError
 
 __all__ = [

@@ -6,7 +6,7 @@ parent-death signal: see there), or was started early by ``serve`` and is adopte
 transports. Its stderr is always drained (a full pipe would block it) and only the last
 4096 bytes are kept, for error messages; it is never copied anywhere else.
 
-Its stdout is framed in lines of at most ``max_message_bytes`` (``framing``). A longer line is
+Its stdout is framed in lines of at most ``max_message_bytes`` (``_framing``). A longer line is
 handed on as an ``Oversize`` (when it passes the bound, and at its end) and skipped to its end,
 the server left running: the call it answers gets a clear error, every other call goes on
 (decision 0015; a server answering a big file must not be restarted for it). Only a line
@@ -28,13 +28,13 @@ import anyio
 import anyio.abc
 
 from agentrt_proxy.canonical.quoting import go_escape, go_quote
-from agentrt_proxy.mcp import messages as M
+from agentrt_proxy.mcp import _messages as M
 from agentrt_proxy.mcp import spawn
+from agentrt_proxy.mcp._framing import BoundedLineBuffer
+from agentrt_proxy.mcp._oversize import partial_id
+from agentrt_proxy.mcp._transport import Deliver, OnClosed
 from agentrt_proxy.mcp.errors import NotSentError, SessionClosed, TransportError
-from agentrt_proxy.mcp.framing import BoundedLineBuffer
-from agentrt_proxy.mcp.oversize import partial_id
 from agentrt_proxy.mcp.spec import DEFAULT_MAX_MESSAGE_BYTES, STDERR_TAIL_BYTES
-from agentrt_proxy.mcp.transport import Deliver, OnClosed
 
 __all__ = ["StdioTransport", "exit_text"]
 

@@ -22,7 +22,7 @@ from typing import Any
 
 from agentrt_proxy.canonical.durations import format_time
 from agentrt_proxy.canonical.encoder import WIRE, Raw, encode
-from agentrt_proxy.mcp import messages as M
+from agentrt_proxy.mcp import _messages as M
 from agentrt_proxy.mcp.spans import raw_members, with_members_in_front
 
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"

@@ -6,7 +6,7 @@ other bare string statement), not markup, not a SQL statement and not a regular 
 ``agentrt_proxy/text/`` is where they live; ``config`` cannot import ``text`` (the two are
 independent siblings of one layer in the import contracts), so its messages live in
 ``config/messages.py``, one module apart; so do those of the lower layers, which may import
-only ``canonical`` and ``errors``: ``mcp/messages.py``, ``scan/messages.py`` and
+only ``canonical`` and ``errors``: ``mcp/_messages.py``, ``scan/messages.py`` and
 ``canonical/messages.py``.
 
 ``MOVED`` names the packages and modules whose sentences were moved: they hold none. Every
@@ -33,7 +33,7 @@ MIN_PLAIN_WORDS = 2  # words of letters alone: "{scheme}://{host}/{path} {x}" is
 HOMES = (
     "agentrt_proxy.text",
     "agentrt_proxy.config.messages",
-    "agentrt_proxy.mcp.messages",
+    "agentrt_proxy.mcp._messages",
     "agentrt_proxy.scan.messages",
     "agentrt_proxy.canonical.messages",
 )

@@ -7,7 +7,7 @@ are refused (the 3xx fails; its target is never contacted), bodies are capped at
 max_message_bytes (a JSON body past it is a refused answer, its connection dropped), and
 the operator's static headers are sent but never logged or quoted.
 
-Connections are kept alive and checked before reuse (``http_pool``). A request is written
+Connections are kept alive and checked before reuse (``_http_pool``). A request is written
 again, once, on a fresh connection only when the server provably never received it: the
 first byte could not be written on a reused connection. A failure to connect is
 ``NotSentError``; any failure after bytes went out stays a ``TransportError`` (unknown).
@@ -18,10 +18,10 @@ request: ``SessionExpired``, which the session answers by starting a new one. An
 status to a request sent whole is the server's refusal, ``HTTPStatusError``: it may have acted
 first, so it is never not-sent.
 
-The transport owns one helper per concern: ``http_answers`` reads what a response means,
-``http_resume`` resumes a request's SSE stream that ended before its answer (2025-11-25),
-``http_credentials`` puts the authorizer's headers on each request and judges a refusal of
-them, and ``listen`` opens the session's standalone GET stream (``http_listen``).
+The transport owns one helper per concern: ``_http_answers`` reads what a response means,
+``_http_resume`` resumes a request's SSE stream that ended before its answer (2025-11-25),
+``_http_credentials`` puts the authorizer's headers on each request and judges a refusal of
+them, and ``listen`` opens the session's standalone GET stream (``_http_listen``).
 """
 
 from __future__ import annotations
@@ -38,17 +38,17 @@ import anyio.lowlevel
 import anyio.to_thread
 
 from agentrt_proxy.canonical.quoting import go_escape
-from agentrt_proxy.mcp import messages as M
+from agentrt_proxy.mcp import _messages as M
+from agentrt_proxy.mcp._http_answers import AnswerReader, StreamEnd
+from agentrt_proxy.mcp._http_credentials import Credentials
+from agentrt_proxy.mcp._http_listen import Listener
+from agentrt_proxy.mcp._http_pool import Conn, Pool, describe
+from agentrt_proxy.mcp._http_resume import LostMidAnswer, Resumer
+from agentrt_proxy.mcp._transport import Deliver, OnClosed
 from agentrt_proxy.mcp.errors import NotSentError, SessionClosed, TransportError
-from agentrt_proxy.mcp.http_answers import AnswerReader, StreamEnd
 from agentrt_proxy.mcp.http_auth import Authorizer
-from agentrt_proxy.mcp.http_credentials import Credentials
-from agentrt_proxy.mcp.http_listen import Listener
-from agentrt_proxy.mcp.http_pool import Conn, Pool, describe
-from agentrt_proxy.mcp.http_resume import LostMidAnswer, Resumer
 from agentrt_proxy.mcp.spans import top_level_id
 from agentrt_proxy.mcp.spec import MAX_RESPONSE_BODY_BYTES
-from agentrt_proxy.mcp.transport import Deliver, OnClosed
 
 __all__ = ["HTTPTransport"]
 

@@ -20,8 +20,8 @@ from __future__ import annotations
 import json
 import re
 
-from agentrt_proxy.mcp import messages as M
-from agentrt_proxy.mcp.framing import Oversize
+from agentrt_proxy.mcp import _messages as M
+from agentrt_proxy.mcp._framing import Oversize
 
 __all__ = ["answer_id", "partial_id", "too_long", "whole_characters"]
 

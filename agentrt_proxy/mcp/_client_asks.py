@@ -13,8 +13,8 @@ import contextlib
 from collections.abc import Awaitable, Callable, Collection
 from typing import Any
 
+from agentrt_proxy.mcp import _messages as M
 from agentrt_proxy.mcp import jsonrpc
-from agentrt_proxy.mcp import messages as M
 from agentrt_proxy.mcp.errors import TransportError
 from agentrt_proxy.mcp.jsonrpc import METHOD_NOT_FOUND, Notification, Request
 

@@ -26,7 +26,7 @@ import time
 from typing import Any
 
 from agentrt_proxy.canonical.quoting import go_escape
-from agentrt_proxy.mcp import messages as M
+from agentrt_proxy.mcp import _messages as M
 from agentrt_proxy.mcp.errors import NotSentError
 
 __all__ = ["Conn", "Pool", "describe"]

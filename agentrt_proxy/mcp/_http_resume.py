@@ -14,11 +14,11 @@ from collections.abc import Callable
 from typing import Protocol
 
 from agentrt_proxy.canonical.quoting import go_escape
-from agentrt_proxy.mcp import messages as M
+from agentrt_proxy.mcp import _messages as M
+from agentrt_proxy.mcp._http_answers import AnswerReader, StreamEnd, media_type, session_gone
+from agentrt_proxy.mcp._http_credentials import Credentials
+from agentrt_proxy.mcp._http_pool import Conn, Pool, describe
 from agentrt_proxy.mcp.errors import NotSentError, SessionClosed, TransportError
-from agentrt_proxy.mcp.http_answers import AnswerReader, StreamEnd, media_type, session_gone
-from agentrt_proxy.mcp.http_credentials import Credentials
-from agentrt_proxy.mcp.http_pool import Conn, Pool, describe
 
 __all__ = ["LostMidAnswer", "ResumeLink", "Resumer"]
 

@@ -16,8 +16,8 @@ from typing import Any
 
 import anyio
 
+from agentrt_proxy.mcp import _messages as M
 from agentrt_proxy.mcp import jsonrpc
-from agentrt_proxy.mcp import messages as M
 from agentrt_proxy.mcp.jsonrpc import ErrorResponse, Response
 
 __all__ = ["NO_ANSWER", "HostRequests"]

@@ -15,9 +15,19 @@ from typing import Any, Protocol
 
 import anyio
 
+from agentrt_proxy.mcp import _messages as M
 from agentrt_proxy.mcp import jsonrpc, modern, tasks_wire
-from agentrt_proxy.mcp import messages as M
-from agentrt_proxy.mcp.host_requests import HostRequests
+from agentrt_proxy.mcp._host_requests import HostRequests
+from agentrt_proxy.mcp._server_listen import listen
+from agentrt_proxy.mcp._serving import (
+    LATEST_PROTOCOL_VERSION,
+    CallContext,
+    JsonRpcError,
+    ToolHandler,
+    negotiate_version,
+    raw_arguments,
+    rejected,
+)
 from agentrt_proxy.mcp.jsonrpc import (
     INTERNAL_ERROR,
     INVALID_PARAMS,
@@ -27,16 +37,6 @@ from agentrt_proxy.mcp.jsonrpc import (
     RequestId,
 )
 from agentrt_proxy.mcp.levels import LOG_LEVELS, is_level
-from agentrt_proxy.mcp.server_listen import listen
-from agentrt_proxy.mcp.serving import (
-    LATEST_PROTOCOL_VERSION,
-    CallContext,
-    JsonRpcError,
-    ToolHandler,
-    negotiate_version,
-    raw_arguments,
-    rejected,
-)
 from agentrt_proxy.mcp.spans import SpanError
 
 __all__ = ["LEGACY", "MODERN", "AnsweredSession", "Answering"]

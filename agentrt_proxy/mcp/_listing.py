@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentrt_proxy.canonical.quoting import go_quote
-from agentrt_proxy.mcp import messages as M
+from agentrt_proxy.mcp import _messages as M
 from agentrt_proxy.mcp.errors import TransportError
 from agentrt_proxy.mcp.jsonrpc import Response
 from agentrt_proxy.mcp.spans import SpanError, find_span, iter_elements

@@ -12,9 +12,9 @@ from collections.abc import Awaitable, Callable
 
 import anyio
 
-from agentrt_proxy.mcp import messages as M
+from agentrt_proxy.mcp import _messages as M
+from agentrt_proxy.mcp._transport import Transport
 from agentrt_proxy.mcp.errors import HTTPStatusError, NotSentError, SessionExpired, TransportError
-from agentrt_proxy.mcp.transport import Transport
 
 __all__ = ["Renewal", "SendAttempt"]
 

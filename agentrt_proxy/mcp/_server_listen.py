@@ -12,8 +12,8 @@ from typing import Any, Protocol
 import anyio
 
 from agentrt_proxy.mcp import jsonrpc, modern, tasks_wire
+from agentrt_proxy.mcp._serving import CallContext, JsonRpcError, rejected
 from agentrt_proxy.mcp.jsonrpc import INVALID_PARAMS, Request, RequestId
-from agentrt_proxy.mcp.serving import CallContext, JsonRpcError, rejected
 
 __all__ = ["ListeningSession", "listen"]
 

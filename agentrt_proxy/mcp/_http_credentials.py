@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from agentrt_proxy.canonical.quoting import go_escape
-from agentrt_proxy.mcp import messages as M
+from agentrt_proxy.mcp import _messages as M
+from agentrt_proxy.mcp._http_pool import describe
 from agentrt_proxy.mcp.errors import AuthorizationRefused, NotSentError, TransportError
 from agentrt_proxy.mcp.http_auth import Authorizer
-from agentrt_proxy.mcp.http_pool import describe
 
 __all__ = ["Challenged", "Credentials"]
 

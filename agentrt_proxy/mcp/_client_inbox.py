@@ -14,12 +14,12 @@ from typing import Any
 
 import anyio
 
+from agentrt_proxy.mcp import _messages as M
 from agentrt_proxy.mcp import jsonrpc
-from agentrt_proxy.mcp import messages as M
+from agentrt_proxy.mcp._framing import EDGE_BYTES, Oversize
+from agentrt_proxy.mcp._oversize import answer_id, too_long, whole_characters
 from agentrt_proxy.mcp.errors import TransportError
-from agentrt_proxy.mcp.framing import EDGE_BYTES, Oversize
 from agentrt_proxy.mcp.jsonrpc import DecodeFailure, ErrorResponse, Notification, Request, Response
-from agentrt_proxy.mcp.oversize import answer_id, too_long, whole_characters
 from agentrt_proxy.mcp.spans import top_level_id
 
 __all__ = ["Inbox", "PendingAnswer", "ProgressCallback", "Undecodable"]

@@ -15,12 +15,12 @@ import json
 from collections.abc import Callable
 
 from agentrt_proxy.canonical.quoting import go_escape
-from agentrt_proxy.mcp import messages as M
+from agentrt_proxy.mcp import _messages as M
+from agentrt_proxy.mcp._http_credentials import Challenged
+from agentrt_proxy.mcp._http_pool import describe
+from agentrt_proxy.mcp._sse import SSEParser
 from agentrt_proxy.mcp.errors import HTTPStatusError, MessageTooLarge, SessionClosed, SessionExpired, TransportError
 from agentrt_proxy.mcp.http_auth import is_scope_challenge
-from agentrt_proxy.mcp.http_credentials import Challenged
-from agentrt_proxy.mcp.http_pool import describe
-from agentrt_proxy.mcp.sse import SSEParser
 
 __all__ = ["AnswerReader", "StreamEnd", "session_gone"]
 
