@@ -11,6 +11,7 @@ import functools
 import re
 from datetime import datetime, timezone
 
+from agentrt_proxy.canonical import messages as M
 from agentrt_proxy.errors import InvalidValue
 
 NANOSECOND = 1
@@ -48,7 +49,7 @@ def parse_go(text: str) -> int:
     if text == "0":
         return 0
     if not text:
-        raise DurationError(f"time: invalid duration {_quote(original)}")
+        raise DurationError(M.INVALID_DURATION.format(q_text=_quote(original)))
     total = 0
     pos = 0
     while pos < len(text):
@@ -56,18 +57,18 @@ def parse_go(text: str) -> int:
         assert match is not None  # every part of the pattern is optional, so it always matches
         whole, frac, unit = match.group(1), match.group(2), match.group(3)
         if not whole and not frac:
-            raise DurationError(f"time: invalid duration {_quote(original)}")
+            raise DurationError(M.INVALID_DURATION.format(q_text=_quote(original)))
         if not unit:
-            raise DurationError(f"time: missing unit in duration {_quote(original)}")
+            raise DurationError(M.MISSING_UNIT.format(q_text=_quote(original)))
         if unit not in _UNITS:
-            raise DurationError(f"time: unknown unit {_quote(unit)} in duration {_quote(original)}")
+            raise DurationError(M.UNKNOWN_UNIT.format(q_unit=_quote(unit), q_text=_quote(original)))
         scale = _UNITS[unit]
         value = int(whole or "0") * scale
         if frac:
             value += int(frac) * scale // (10 ** len(frac))
         total += value
         if total > _MAX:
-            raise DurationError(f"time: invalid duration {_quote(original)}")
+            raise DurationError(M.INVALID_DURATION.format(q_text=_quote(original)))
         pos = match.end()
     return sign * total
 
@@ -144,7 +145,7 @@ def parse_time(text: str) -> int:
     lease checks parse the same expiry several times; the function is pure.)"""
     match = _TIME.match(text)
     if match is None:
-        raise ValueError(f"not an RFC 3339 time: {text!r}")
+        raise ValueError(M.NOT_A_TIME.format(text=text))
     year, month, day, hour, minute, second = (int(match.group(i)) for i in range(1, 7))
     frac = match.group(7) or ""
     zone = match.group(8)
@@ -154,4 +155,3 @@ def parse_time(text: str) -> int:
         offset = int(zone[1:3]) * 3600 + int(zone[4:6]) * 60
         seconds -= offset if zone[0] == "+" else -offset
     return seconds * SECOND + (int(frac.ljust(9, "0")) if frac else 0)
-

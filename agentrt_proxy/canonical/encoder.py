@@ -41,6 +41,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from agentrt_proxy.canonical import messages as M
 from agentrt_proxy.canonical.values import JSONBoundaryError, Number
 
 __all__ = [
@@ -121,7 +122,7 @@ def string_writer(style: Style) -> Callable[[str], str]:
         # Every character outside ASCII is escaped already: nothing is left to HTML-escape or
         # to replace (a lone surrogate is its own escape). Only the plain wire asks for it.
         if style.escape_html or not style.keep_lone_surrogates:
-            raise ValueError("an ASCII-only style keeps lone surrogates and escapes no HTML")
+            raise ValueError(M.ASCII_STYLE)
         return _encode_basestring_ascii
     escaped = ("<>&" if style.escape_html else "") + ("\u2028\u2029" if style.escape_line_separators else "")
     surrogates = "" if style.keep_lone_surrogates else "\ud800-\udfff"
@@ -211,11 +212,11 @@ def _walker(style: Style) -> Callable[[Any, list[str]], None]:
             elif like_json_dumps:
                 out.append("NaN" if math.isnan(value) else "Infinity" if value > 0 else "-Infinity")
             else:
-                raise JSONBoundaryError(f"number {value} is not JSON")
+                raise JSONBoundaryError(M.NUMBER_NOT_JSON.format(value=value))
         elif isinstance(value, Mapping):
             write(dict(value.items()), out)
         else:
-            raise TypeError(f"cannot encode {type(value).__name__} as JSON")
+            raise TypeError(M.CANNOT_ENCODE.format(kind=type(value).__name__))
 
     return write
 

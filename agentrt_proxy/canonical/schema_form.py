@@ -20,6 +20,7 @@ import json
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from agentrt_proxy.canonical import messages as M
 from agentrt_proxy.canonical.encoder import SCHEMA, encode, string_writer
 from agentrt_proxy.canonical.values import Number
 from agentrt_proxy.errors import InvalidValue
@@ -52,7 +53,7 @@ _WS = " \t\n\r"
 
 
 def _reject_constant(name: str) -> object:
-    raise SchemaFormError(f"invalid character {name[0]!r} looking for beginning of value")
+    raise SchemaFormError(M.INVALID_CHARACTER.format(character=name[0]))
 
 
 def _number(literal: str) -> Number:
@@ -71,11 +72,11 @@ def _decode(raw: bytes | str) -> tuple[object, bool]:
     try:
         value, end = _DECODER.raw_decode(text, start)
     except RecursionError as exc:
-        raise SchemaFormError("the schema is nested too deeply") from exc
+        raise SchemaFormError(M.SCHEMA_TOO_DEEP) from exc
     except json.JSONDecodeError as exc:
         raise SchemaFormError(exc.msg) from exc
     if text[end:].strip(_WS):
-        raise SchemaFormError("trailing data after the schema")
+        raise SchemaFormError(M.SCHEMA_TRAILING_DATA)
     return value, True
 
 
@@ -133,7 +134,7 @@ def canonical_schema(raw: bytes | str) -> bytes:
     try:
         return encode(value, SCHEMA).encode("utf-8")
     except RecursionError as exc:
-        raise SchemaFormError("the schema is nested too deeply") from exc
+        raise SchemaFormError(M.SCHEMA_TOO_DEEP) from exc
 
 
 def parse_form(form: bytes) -> Any:

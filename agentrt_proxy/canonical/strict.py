@@ -23,6 +23,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
+from agentrt_proxy.canonical import messages as M
 from agentrt_proxy.canonical.encoder import CANONICAL, POLICY, encode
 from agentrt_proxy.canonical.quoting import go_quote
 from agentrt_proxy.canonical.values import JSONBoundaryError, Number
@@ -70,7 +71,7 @@ def _check_depth(data: bytes) -> None:
         if match.group() in (b"[", b"{"):
             depth += 1
             if depth > MAX_DEPTH:
-                raise JSONBoundaryError(f"nested deeper than {MAX_DEPTH} levels")
+                raise JSONBoundaryError(M.NESTED_TOO_DEEP.format(limit=MAX_DEPTH))
         else:
             depth -= 1
 
@@ -101,7 +102,7 @@ class _ParseState:
 
 
 def _refuse_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
+    raise ValueError(M.CONSTANT_NOT_JSON.format(name=name))
 
 
 def _abbreviate(literal: str) -> str:
@@ -110,13 +111,13 @@ def _abbreviate(literal: str) -> str:
 
 def _number_bound_error(literal: str) -> str | None:
     if len(literal) > MAX_NUMBER_LENGTH:
-        return f"number {literal[:24]}... is longer than {MAX_NUMBER_LENGTH} characters"
+        return M.NUMBER_TOO_LONG.format(head=literal[:24], limit=MAX_NUMBER_LENGTH)
     cut = max(literal.find("e"), literal.find("E"))
     if cut < 0:
         return None
     digits = literal[cut + 1 :].lstrip("+-").lstrip("0")
     if len(digits) > 5 or (digits and int(digits) > MAX_EXPONENT):
-        return f"number {_abbreviate(literal)} has an exponent beyond ±{MAX_EXPONENT}"
+        return M.EXPONENT_TOO_LARGE.format(number=_abbreviate(literal), limit=MAX_EXPONENT)
     return None
 
 
@@ -158,7 +159,7 @@ def _parse(raw: bytes | str) -> Any:
     if state.duplicate:
         raise JSONBoundaryError(f"duplicate key {go_quote(_first_duplicate_key(text))}")
     if state.overflow is not None and value is not state.overflow:
-        raise JSONBoundaryError(f"number {_abbreviate(state.overflow)} overflows a 64-bit float")
+        raise JSONBoundaryError(M.NUMBER_OVERFLOWS.format(number=_abbreviate(state.overflow)))
     if state.number_error is not None:
         raise JSONBoundaryError(state.number_error)
     return value

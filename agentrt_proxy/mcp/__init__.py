@@ -6,6 +6,10 @@ Knows nothing of gates, policies or what the model is told; imports nothing of t
 Each public name is imported from its module on first use (PEP 562): ``serve`` imports
 ``mcp.spawn`` to start the stdio servers before anyio and the protocol code load (decision 0007),
 and importing a submodule runs this file first, so it imports nothing itself.
+
+A module whose name begins with an underscore is the package's own (as h11 marks its modules):
+nothing outside ``mcp`` imports it; what callers need of it is named here. The public modules
+(``client``, ``server``, ``jsonrpc``, ``outcomes``, ``tasks_wire``…) are the ones other layers use.
 """
 
 from __future__ import annotations
@@ -13,9 +17,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from agentrt_proxy.mcp._client_asks import FORWARDED_BY
+    from agentrt_proxy.mcp._framing import LineBuffer
+    from agentrt_proxy.mcp._sse import SSEParser
     from agentrt_proxy.mcp.client import Connection, ListedTool, ProgressCallback, open_connection
     from agentrt_proxy.mcp.errors import ConnectError, McpError, ServerSpecError
-    from agentrt_proxy.mcp.framing import LineBuffer
     from agentrt_proxy.mcp.results import INPUT_REQUIRED, InputRequired, cap_text, map_result, mapped_text
     from agentrt_proxy.mcp.server import (
         LATEST_PROTOCOL_VERSION,
@@ -37,7 +43,6 @@ if TYPE_CHECKING:
         ServerSpec,
         child_env,
     )
-    from agentrt_proxy.mcp.sse import SSEParser
     from agentrt_proxy.mcp.stdio_streams import open_stdio
 
 _CLIENT = {"Connection", "ListedTool", "ProgressCallback", "open_connection"}
@@ -61,6 +66,10 @@ def __getattr__(name: str) -> Any:
 
 
 def _from_its_module(name: str) -> Any:
+    if name == "FORWARDED_BY":
+        from agentrt_proxy.mcp._client_asks import FORWARDED_BY
+
+        return FORWARDED_BY
     if name in _CLIENT:
         from agentrt_proxy.mcp import client
 
@@ -70,7 +79,7 @@ def _from_its_module(name: str) -> Any:
 
         return getattr(errors, name)
     if name == "LineBuffer":
-        from agentrt_proxy.mcp.framing import LineBuffer
+        from agentrt_proxy.mcp._framing import LineBuffer
 
         return LineBuffer
     if name in _RESULTS:
@@ -86,19 +95,22 @@ def _from_its_module(name: str) -> Any:
 
         return getattr(spec, name)
     if name == "SSEParser":
-        from agentrt_proxy.mcp.sse import SSEParser
+        from agentrt_proxy.mcp._sse import SSEParser
 
         return SSEParser
     if name == "open_stdio":
         from agentrt_proxy.mcp.stdio_streams import open_stdio
 
         return open_stdio
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from agentrt_proxy.mcp._messages import NO_ATTRIBUTE
+
+    raise AttributeError(NO_ATTRIBUTE.format(module=__name__, name=name))
 
 
 __all__ = [
     "DEFAULT_CONNECT_TIMEOUT_NS",
     "DEFAULT_MAX_CONTENT_BYTES",
+    "FORWARDED_BY",
     "INPUT_REQUIRED",
     "LATEST_PROTOCOL_VERSION",
     "MAX_RESPONSE_BODY_BYTES",

@@ -14,6 +14,7 @@ from agentrt_proxy.canonical import encoder
 from agentrt_proxy.canonical.encoder import WIRE, WIRE_ASCII
 from agentrt_proxy.canonical.message_size import MAX_MESSAGE_VALUES, too_many_values
 from agentrt_proxy.errors import InvalidValue
+from agentrt_proxy.mcp import _messages as M
 from agentrt_proxy.mcp.spans import SpanError, iter_members, top_level_id
 
 __all__ = [
@@ -38,11 +39,11 @@ __all__ = [
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600
-MSG_TOO_DEEP = "the message is nested too deeply"
-MSG_TOO_MANY_DIGITS = "a number in the message has more digits than the decoder reads"
-MSG_NOT_INITIALIZED = "the session is not initialized: send initialize first"
-MSG_TOO_MANY_VALUES = "the message holds more than {limit} JSON values and keys, the most one message may hold"
-MSG_REPEATED_KEY = "the message repeats the key {key} in its {part}: one message has one meaning"
+MSG_TOO_DEEP = M.TOO_DEEP
+MSG_TOO_MANY_DIGITS = M.TOO_MANY_DIGITS
+MSG_NOT_INITIALIZED = M.NOT_INITIALIZED
+MSG_TOO_MANY_VALUES = M.TOO_MANY_VALUES
+MSG_REPEATED_KEY = M.REPEATED_KEY
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
@@ -123,7 +124,7 @@ class _NotJSON(InvalidValue):
 
 
 def _refuse_constant(name: str) -> Any:
-    raise _NotJSON(f"{name} is not JSON")
+    raise _NotJSON(M.NUMBER_NOT_JSON.format(name=name))
 
 
 class _Repeated(dict[str, Any]):
@@ -173,7 +174,7 @@ def _valid_id(value: Any) -> bool:
 def classify(obj: Any, text: str) -> Message | Invalid:
     """Sort one decoded JSON value into a message kind."""
     if not isinstance(obj, dict):
-        return Invalid(None, "a message must be a JSON object", False)
+        return Invalid(None, M.NOT_AN_OBJECT, False)
     raw_id = obj.get("id")
     has_id = "id" in obj and raw_id is not None
     msg_id = raw_id if _valid_id(raw_id) else None
@@ -187,16 +188,16 @@ def classify(obj: Any, text: str) -> Message | Invalid:
         if obj.get("jsonrpc") != "2.0":
             return Invalid(msg_id, 'jsonrpc must be "2.0"', has_id)
         if not isinstance(method, str):
-            return Invalid(msg_id, "method must be a string", has_id)
+            return Invalid(msg_id, M.METHOD_NOT_STRING, has_id)
         params = obj.get("params")
         if params is not None and not isinstance(params, dict):
-            return Invalid(msg_id, "params must be an object", has_id)
+            return Invalid(msg_id, M.PARAMS_NOT_OBJECT, has_id)
         if not has_id:
             if "id" in obj:  # an explicit null id: MCP forbids it in requests
-                return Invalid(None, "a request id must not be null", True)
+                return Invalid(None, M.NULL_REQUEST_ID, True)
             return Notification(method, params, text)
         if msg_id is None:
-            return Invalid(None, "a request id must be a string or an integer", True)
+            return Invalid(None, M.BAD_REQUEST_ID, True)
         return Request(msg_id, method, params, text)
     if "result" in obj and msg_id is not None:
         return Response(msg_id, obj["result"], text)
@@ -211,7 +212,7 @@ def classify(obj: Any, text: str) -> Message | Invalid:
             err.get("data"),
             text,
         )
-    return Invalid(msg_id, "not a request, notification or response", False)
+    return Invalid(msg_id, M.NOT_A_MESSAGE, False)
 
 
 def decode_line(line: bytes) -> Message | Invalid | Batch | DecodeFailure | None:
@@ -219,7 +220,7 @@ def decode_line(line: bytes) -> Message | Invalid | Batch | DecodeFailure | None
     try:
         text = line.decode("utf-8")
     except UnicodeDecodeError:
-        return DecodeFailure("the message is not valid UTF-8")
+        return DecodeFailure(M.NOT_UTF8)
     if not text.strip(" \t\r\n"):
         return None
     if too_many_values(line):
@@ -230,7 +231,7 @@ def decode_line(line: bytes) -> Message | Invalid | Batch | DecodeFailure | None
     except RecursionError:
         return DecodeFailure(MSG_TOO_DEEP, top_level_id(text, ID_SCAN_TOKENS))
     except (json.JSONDecodeError, _NotJSON) as exc:
-        return DecodeFailure(f"the message is not JSON: {exc}")
+        return DecodeFailure(M.NOT_JSON.format(error=exc))
     except ValueError:
         # Valid JSON whose integer is past Python's digit limit: the request is answered by its id.
         return DecodeFailure(MSG_TOO_MANY_DIGITS, top_level_id(text, ID_SCAN_TOKENS))

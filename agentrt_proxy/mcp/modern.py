@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentrt_proxy.canonical.encoder import Raw
+from agentrt_proxy.mcp import _messages as M
 from agentrt_proxy.mcp.spans import with_members_in_front
 
 __all__ = [
@@ -113,21 +114,21 @@ def read_envelope(params: object) -> Envelope | Rejection:
     if not isinstance(meta, dict):
         return Rejection(
             INVALID_PARAMS,
-            f"params._meta must be an object carrying {PROTOCOL_VERSION_KEY} and {CLIENT_CAPABILITIES_KEY}",
+            M.META_NOT_OBJECT.format(version_key=PROTOCOL_VERSION_KEY, capabilities_key=CLIENT_CAPABILITIES_KEY),
         )
     missing = [key for key in (PROTOCOL_VERSION_KEY, CLIENT_CAPABILITIES_KEY) if key not in meta]
     if missing:
-        return Rejection(INVALID_PARAMS, f"params._meta is missing {', '.join(missing)}")
+        return Rejection(INVALID_PARAMS, M.META_MISSING.format(keys=", ".join(missing)))
     version = meta[PROTOCOL_VERSION_KEY]
     if not isinstance(version, str):
-        return Rejection(INVALID_PARAMS, f"params._meta {PROTOCOL_VERSION_KEY} must be a string")
+        return Rejection(INVALID_PARAMS, M.META_VERSION_NOT_STRING.format(key=PROTOCOL_VERSION_KEY))
     capabilities = meta[CLIENT_CAPABILITIES_KEY]
     if not isinstance(capabilities, dict):
-        return Rejection(INVALID_PARAMS, f"params._meta {CLIENT_CAPABILITIES_KEY} must be an object")
+        return Rejection(INVALID_PARAMS, M.META_CAPABILITIES_NOT_OBJECT.format(key=CLIENT_CAPABILITIES_KEY))
     if version not in MODERN_VERSIONS:
         return Rejection(
             UNSUPPORTED_PROTOCOL_VERSION,
-            f"protocol version {version} is not served; use one of: {', '.join(MODERN_VERSIONS)}",
+            M.VERSION_NOT_SERVED.format(version=version, served=", ".join(MODERN_VERSIONS)),
             {"supported": list(MODERN_VERSIONS), "requested": version},
         )
     info = meta.get(CLIENT_INFO_KEY)
@@ -143,7 +144,7 @@ def initialize_refused(params: object) -> Rejection:
         data["requested"] = requested
     return Rejection(
         UNSUPPORTED_PROTOCOL_VERSION,
-        f"this session serves the {MODERN_VERSION} protocol; initialize is not accepted on it",
+        M.INITIALIZE_REFUSED.format(version=MODERN_VERSION),
         data,
     )
 
@@ -156,7 +157,7 @@ def missing_capability(envelope: Envelope, extension: str) -> Rejection | None:
         return None
     return Rejection(
         MISSING_REQUIRED_CLIENT_CAPABILITY,
-        f"the request needs the client capability {extension}",
+        M.CAPABILITY_NEEDED.format(extension=extension),
         {"requiredCapabilities": {"extensions": {extension: {}}}},
     )
 

@@ -30,8 +30,9 @@ from typing import Any
 from agentrt_proxy import canonical
 from agentrt_proxy.canonical.encoder import SCHEMA, encode
 from agentrt_proxy.canonical.schema_form import SchemaFormError, canonical_schema, encode_string, parse_form
+from agentrt_proxy.mcp import _messages as M
+from agentrt_proxy.mcp._result_cap import Pieces, longest_prefix, size_of
 from agentrt_proxy.mcp.outcomes import CALL_TOOL_RESULT, Refused, Result
-from agentrt_proxy.mcp.result_cap import Pieces, longest_prefix, size_of
 from agentrt_proxy.mcp.shared_text import SHARED_KEY, entries_size, expand, share
 from agentrt_proxy.mcp.spans import SpanError, find_span, iter_elements, iter_members
 
@@ -51,7 +52,7 @@ __all__ = [
 
 TRUNCATION_MARKER = "\n[truncated]"
 _SURROGATE = re.compile("[\ud800-\udfff]")
-INPUT_REQUIRED = "the server asked for more input, which this adapter does not support"
+INPUT_REQUIRED = M.INPUT_REQUIRED
 # An error's recorded text: what the record kept before results passed through (64 KiB), as an
 # error's text is quoted to the model, never answered as blocks.
 ERROR_TEXT_BYTES = 64 * 1024
@@ -177,7 +178,7 @@ def _pieces(result: dict[str, Any], answer_text: str) -> Pieces | Refused:
     blocks: list[bytes] = []
     if "content" in raw and result.get("content") is not None:
         if not isinstance(result.get("content"), list):
-            return Refused("the result's content is not an array", answer_text.encode("utf-8", "replace"))
+            return Refused(M.CONTENT_NOT_ARRAY, answer_text.encode("utf-8", "replace"))
         for start, end in iter_elements(answer_text, raw["content"][0]):
             blocks.append(_form(answer_text[start:end]))
     structured: bytes | None = None
@@ -198,7 +199,7 @@ def _pieces(result: dict[str, Any], answer_text: str) -> Pieces | Refused:
 def map_result(server: str, remote: str, result: Any, answer_text: str, cap: int) -> Result | Refused:
     """Map one decoded ``result`` whose answer line is ``answer_text``."""
     if not isinstance(result, dict):
-        return Refused("the result is not a JSON object", answer_text.encode("utf-8", "replace"))
+        return Refused(M.RESULT_NOT_OBJECT, answer_text.encode("utf-8", "replace"))
     if result.get("resultType") == "input_required":
         return InputRequired(INPUT_REQUIRED, answer_text.encode("utf-8", "replace"))
     try:
@@ -231,10 +232,7 @@ def map_result(server: str, remote: str, result: Any, answer_text: str, cap: int
 
 def too_large(size: int, cap: int) -> str:
     """Why a result over ``max_result_bytes`` was refused, naming its size and the setting."""
-    return (
-        f"the result is {size} bytes ({size / _MIB:.1f} MiB) as recorded, over the limit of {cap} bytes "
-        f"({cap / _MIB:.1f} MiB, max_result_bytes); it was neither recorded nor passed on, and never cut"
-    )
+    return M.RESULT_OVER_CAP.format(size=size, size_mib=size / _MIB, cap=cap, cap_mib=cap / _MIB)
 
 
 def _tree_form(tree: Any) -> bytes:

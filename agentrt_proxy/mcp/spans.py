@@ -19,6 +19,7 @@ from typing import Any
 
 from agentrt_proxy.canonical.encoder import WIRE, Raw, encode
 from agentrt_proxy.errors import InvalidValue
+from agentrt_proxy.mcp import _messages as M
 
 __all__ = [
     "SpanError",
@@ -49,7 +50,7 @@ def _value_end(text: str, i: int) -> int:
     try:
         _, end = _SCAN(text, i)
     except StopIteration as exc:
-        raise SpanError(f"expected a value at offset {i}") from exc
+        raise SpanError(M.EXPECTED_VALUE.format(offset=i)) from exc
     except (json.JSONDecodeError, RecursionError) as exc:
         raise SpanError(str(exc)) from exc
     return int(end)
@@ -59,17 +60,17 @@ def iter_members(text: str, start: int) -> Iterator[tuple[str, int, int]]:
     """For the object at ``start``: ``(key, value_start, value_end)`` in text order."""
     i = _ws(text, start)
     if text[i : i + 1] != "{":
-        raise SpanError(f"expected an object at offset {i}")
+        raise SpanError(M.EXPECTED_OBJECT.format(offset=i))
     i = _ws(text, i + 1)
     if text[i : i + 1] == "}":
         return
     while True:
         if text[i : i + 1] != '"':
-            raise SpanError(f"expected a key at offset {i}")
+            raise SpanError(M.EXPECTED_KEY.format(offset=i))
         key, i = json.decoder.scanstring(text, i + 1)  # type: ignore[attr-defined]
         i = _ws(text, i)
         if text[i : i + 1] != ":":
-            raise SpanError(f"expected ':' at offset {i}")
+            raise SpanError(M.EXPECTED_COLON.format(offset=i))
         vstart = _ws(text, i + 1)
         vend = _value_end(text, vstart)
         yield key, vstart, vend
@@ -78,7 +79,7 @@ def iter_members(text: str, start: int) -> Iterator[tuple[str, int, int]]:
         if c == "}":
             return
         if c != ",":
-            raise SpanError(f"expected ',' or '}}' at offset {i}")
+            raise SpanError(M.EXPECTED_OBJECT_END.format(offset=i))
         i = _ws(text, i + 1)
 
 
@@ -116,7 +117,7 @@ def iter_elements(text: str, start: int) -> Iterator[tuple[int, int]]:
     """For the array at ``start``: ``(value_start, value_end)`` of each element."""
     i = _ws(text, start)
     if text[i : i + 1] != "[":
-        raise SpanError(f"expected an array at offset {i}")
+        raise SpanError(M.EXPECTED_ARRAY.format(offset=i))
     i = _ws(text, i + 1)
     if text[i : i + 1] == "]":
         return
@@ -128,7 +129,7 @@ def iter_elements(text: str, start: int) -> Iterator[tuple[int, int]]:
         if c == "]":
             return
         if c != ",":
-            raise SpanError(f"expected ',' or ']' at offset {i}")
+            raise SpanError(M.EXPECTED_ARRAY_END.format(offset=i))
         i = _ws(text, i + 1)
 
 

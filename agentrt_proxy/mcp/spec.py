@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentrt_proxy.canonical.quoting import go_quote
+from agentrt_proxy.mcp import _messages as M
 from agentrt_proxy.mcp.errors import ServerSpecError
 
 __all__ = [
@@ -61,7 +62,6 @@ class ServerSpec:
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     forward: Sequence[str] = ()
 
-
     # An HTTP server's authorizer (``mcp.http_auth.Authorizer``): its headers ride on every
     # request, and it judges a 401 or a 403 insufficient_scope. None: the static headers alone.
     auth: Any = field(default=None, compare=False)
@@ -69,20 +69,20 @@ class ServerSpec:
     def validate(self) -> None:
         """Raise ``ServerSpecError`` with the original's wording for an unusable entry."""
         if not self.name:
-            raise ServerSpecError("mcp: server name is required")
+            raise ServerSpecError(M.NAME_REQUIRED)
         q = go_quote(self.name)
         for name in self.inherit_env:
             if not name or "=" in name:
-                raise ServerSpecError(f"mcp: server {q}: InheritEnv entry {go_quote(name)} is not a variable name")
+                raise ServerSpecError(M.INHERIT_ENV_BAD.format(q_server=q, q_name=go_quote(name)))
         for entry in self.env:
             if "=" not in entry or entry.startswith("="):
-                raise ServerSpecError(f"mcp: server {q}: Env entry {go_quote(entry)} is not NAME=value")
+                raise ServerSpecError(M.ENV_BAD.format(q_server=q, q_entry=go_quote(entry)))
         if self.command and self.endpoint:
-            raise ServerSpecError(f"mcp: server {q}: Command and Endpoint are exclusive")
+            raise ServerSpecError(M.COMMAND_AND_ENDPOINT.format(q_server=q))
         if not self.command and not self.endpoint:
-            raise ServerSpecError(f"mcp: server {q}: one of Command or Endpoint is required")
+            raise ServerSpecError(M.COMMAND_OR_ENDPOINT.format(q_server=q))
         if self.max_message_bytes <= 0:
-            raise ServerSpecError(f"mcp: server {q}: MaxMessageBytes {self.max_message_bytes} is not positive")
+            raise ServerSpecError(M.MAX_MESSAGE_BYTES_BAD.format(q_server=q, value=self.max_message_bytes))
 
     @property
     def effective_connect_timeout_ns(self) -> int:

@@ -6,7 +6,7 @@ parent-death signal: see there), or was started early by ``serve`` and is adopte
 transports. Its stderr is always drained (a full pipe would block it) and only the last
 4096 bytes are kept, for error messages; it is never copied anywhere else.
 
-Its stdout is framed in lines of at most ``max_message_bytes`` (``framing``). A longer line is
+Its stdout is framed in lines of at most ``max_message_bytes`` (``_framing``). A longer line is
 handed on as an ``Oversize`` (when it passes the bound, and at its end) and skipped to its end,
 the server left running: the call it answers gets a clear error, every other call goes on
 (decision 0015; a server answering a big file must not be restarted for it). Only a line
@@ -28,12 +28,13 @@ import anyio
 import anyio.abc
 
 from agentrt_proxy.canonical.quoting import go_escape, go_quote
+from agentrt_proxy.mcp import _messages as M
 from agentrt_proxy.mcp import spawn
+from agentrt_proxy.mcp._framing import BoundedLineBuffer
+from agentrt_proxy.mcp._oversize import partial_id
+from agentrt_proxy.mcp._transport import Deliver, OnClosed
 from agentrt_proxy.mcp.errors import NotSentError, SessionClosed, TransportError
-from agentrt_proxy.mcp.framing import BoundedLineBuffer
-from agentrt_proxy.mcp.oversize import partial_id
 from agentrt_proxy.mcp.spec import DEFAULT_MAX_MESSAGE_BYTES, STDERR_TAIL_BYTES
-from agentrt_proxy.mcp.transport import Deliver, OnClosed
 
 __all__ = ["StdioTransport", "exit_text"]
 
@@ -125,15 +126,12 @@ class StdioTransport:
         if self._reset is not None:
             on_closed(self._reset)
         else:
-            on_closed("connection closed" if self._closing else "the server closed the connection")
+            on_closed("connection closed" if self._closing else M.SERVER_CLOSED)
 
     def _reset_for(self, skipped: int) -> None:
         """Close the server whose over-long line does not end; reading goes on until its stdout ends."""
         if self._reset is None and not self._close_started:
-            self._reset = (
-                f"the server sent more than {skipped} bytes in one message, over {SKIP_FACTOR} times "
-                "max_message_bytes, without ending it: the connection was reset"
-            )
+            self._reset = M.LINE_NEVER_ENDS.format(skipped=skipped, factor=SKIP_FACTOR)
             self._tg.start_soon(self.aclose)
 
     def drop_partial(self, msg_id: int, *, alone: bool) -> None:
@@ -182,19 +180,19 @@ class StdioTransport:
             proc = self._proc
             status = proc.poll() if proc is not None else None
             if status is not None:
-                raise NotSentError(f"the server {exit_text(status)} before the request was written")
+                raise NotSentError(M.EXITED_BEFORE_WRITE.format(exit=exit_text(status)))
             transport = stdin.transport
             if transport.is_closing():  # lost earlier (the server closed its stdin): a write is dropped
-                raise NotSentError("connection closed: the server's stdin is closed")
+                raise NotSentError(M.STDIN_CLOSED)
             try:
                 stdin.write(data + b"\n")
             except (OSError, RuntimeError) as exc:  # raised before the transport wrote anything
-                raise NotSentError(f"connection closed: {go_escape(str(exc))}") from exc
+                raise NotSentError(M.STDIN_FAILED.format(q_error=go_escape(str(exc)))) from exc
             if transport.is_closing():
                 # asyncio's pipe transport writes at once, in one os.write, only into an empty
                 # buffer, and closes itself in write() only when that os.write raised: a call
                 # that failed took no byte. (A later failure is the drain's, below.)
-                raise NotSentError("connection closed: the server's stdin refused the write")
+                raise NotSentError(M.STDIN_REFUSED)
             try:
                 await stdin.drain()
             except (OSError, RuntimeError) as exc:  # broken pipe after the pipe took bytes: maybe read
@@ -251,12 +249,12 @@ class StdioTransport:
 def exit_text(status: int) -> str:
     """A process's exit status as a phrase: "exited with status 1", "was killed by signal 9 (SIGKILL)"."""
     if status >= 0:
-        return f"exited with status {status}"
+        return M.EXITED.format(status=status)
     try:
         name = f" ({signal.Signals(-status).name})"
     except ValueError:
         name = ""
-    return f"was killed by signal {-status}{name}"
+    return M.KILLED.format(signal=-status, name=name)
 
 
 async def _wait_exit(proc: subprocess.Popen[bytes], timeout: float | None) -> None:

@@ -22,6 +22,7 @@ from typing import Any
 
 from agentrt_proxy.canonical.durations import format_time
 from agentrt_proxy.canonical.encoder import WIRE, Raw, encode
+from agentrt_proxy.mcp import _messages as M
 from agentrt_proxy.mcp.spans import raw_members, with_members_in_front
 
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
@@ -165,5 +166,5 @@ def listened_task_ids(params: Mapping[str, Any]) -> list[str] | None:
         return None
     ids = notifications["taskIds"]
     if not isinstance(ids, list) or not all(isinstance(i, str) for i in ids):
-        raise ValueError("notifications.taskIds must be an array of strings")
+        raise ValueError(M.TASK_IDS_NOT_STRINGS)
     return list(ids)

@@ -22,7 +22,7 @@ import anyio
 
 from agentrt_proxy.canonical.clock import Clock
 from agentrt_proxy.canonical.durations import format_time
-from agentrt_proxy.mcp.client import FORWARDED_BY
+from agentrt_proxy.mcp import FORWARDED_BY
 from agentrt_proxy.proxy.guarded import UntrustedSource
 from agentrt_proxy.proxy.host_link import HostLink
 from agentrt_proxy.store import SERVER_REQUEST, PassthroughRead, Store, StoreError, record_passthrough

@@ -2,90 +2,38 @@
 
 from __future__ import annotations
 
+from agentrt_proxy.scan.messages import RULE_CATCHES
+
 __all__ = ["ASKS", "RULES"]
 
-# id -> (severities, what it catches). Hard refuses the pin unless overridden; soft is printed.
-RULES: dict[str, tuple[str, str]] = {
-    "unicode.hidden": (
-        "hard|soft",
-        "zero-width, bidi controls, the tag block, smuggling variation selectors, private use, controls",
-    ),
-    "injection.override": (
-        "hard",
-        "ignore previous instructions, new instructions, role markers, CRITICAL SYSTEM, notes to the AI",
-    ),
-    "injection.concealment": ("hard", "do not tell the user, without informing, keep it secret, silently send"),
-    "injection.roleplay": (
-        "hard",
-        "ACT AS, pretend you are, your role has changed, admin mode enabled, fake User:/Assistant: turns, "
-        "system: lines",
-    ),
-    "injection.structured": (
-        "hard",
-        'directives in JSON or YAML: "_system_injection", system_override:, a {"role": "system"} message that directs',
-    ),
-    "injection.hidden_tag": (
-        "hard|soft",
-        "<IMPORTANT>, <secret>, <system> wrappers (hard); HTML comments with prose (soft)",
-    ),
-    "directive.imperative": (
-        "soft",
-        "before using this tool, otherwise it will not work, always use this tool instead",
-    ),
-    "directive.urgency": ("soft", "stacked emphasis: VERY VERY IMPORTANT, !!!"),
-    "exfil.credential": (
-        "hard|soft",
-        "credential paths (~/.ssh, .env, ~/.aws, browser profiles, MCP configs): hard when told to read and hand on",
-    ),
-    "exfil.send": (
-        "hard|soft",
-        "data sent to a literal address: hard for sensitive data on the model's say-so, markdown images, query strings",
-    ),
-    "exec.shell": (
-        "hard|soft",
-        "curl|sh, rm -rf /, shell rc writes, reverse shells, chmod 777 ~ (hard); sudo, chmod (soft)",
-    ),
-    "exec.install": (
-        "hard|soft",
-        "packages installed on a directive or from a custom index (hard); install commands (soft)",
-    ),
-    "crosstool.directive": (
-        "hard|soft",
-        "another tool's calls or arguments changed (hard); call ordering naming a tool (soft)",
-    ),
-    "redirect.tool": (
-        "hard",
-        "this tool deprecated, moved or disabled and the model sent to another for all requests "
-        "(a plain note is silent)",
-    ),
-    "crosstool.dependency": (
-        "hard",
-        "another tool to be called before or after this one, its output handed on, or mandatory for compliance",
-    ),
-    "network.request": (
-        "hard",
-        "the model told to visit, fetch, post or send to a literal address (documented examples are not findings)",
-    ),
-    "preference.manipulation": (
-        "soft",
-        "superlatives aimed at the model's choice: the best tool, always choose it first",
-    ),
-    "param.out_of_scope": (
-        "soft",
-        "a parameter asking for the conversation, the system prompt, the model's name, its tools, "
-        "or unrelated credentials",
-    ),
-    "shadowing.cross_server": ("hard|soft", "a description naming another server's tool: hard when it steers it"),
-    "shadowing.name": (
-        "hard|soft",
-        "a name reading as another server's tool (look-alikes), or mixing scripts (hard); same or one edit away (soft)",
-    ),
-    "payload.encoded": (
-        "hard|soft",
-        "base64, hex or percent runs decoding to commands, addresses or findings (hard), or to hidden prose (soft)",
-    ),
-    "secret.embedded": ("soft", "cloud keys, tokens, private key blocks, connection strings; placeholders ignored"),
+# id -> its severities. Hard refuses the pin unless overridden; soft is printed.
+SEVERITIES: dict[str, str] = {
+    "unicode.hidden": "hard|soft",
+    "injection.override": "hard",
+    "injection.concealment": "hard",
+    "injection.roleplay": "hard",
+    "injection.structured": "hard",
+    "injection.hidden_tag": "hard|soft",
+    "directive.imperative": "soft",
+    "directive.urgency": "soft",
+    "exfil.credential": "hard|soft",
+    "exfil.send": "hard|soft",
+    "exec.shell": "hard|soft",
+    "exec.install": "hard|soft",
+    "crosstool.directive": "hard|soft",
+    "redirect.tool": "hard",
+    "crosstool.dependency": "hard",
+    "network.request": "hard",
+    "preference.manipulation": "soft",
+    "param.out_of_scope": "soft",
+    "shadowing.cross_server": "hard|soft",
+    "shadowing.name": "hard|soft",
+    "payload.encoded": "hard|soft",
+    "secret.embedded": "soft",
 }
+
+# id -> (severities, what it catches, in ``messages.RULE_CATCHES``).
+RULES: dict[str, tuple[str, str]] = {rule: (severity, RULE_CATCHES[rule]) for rule, severity in SEVERITIES.items()}
 
 # What a finding's text asks of the model, as ``Finding.ask`` codes; ``text.operator_text``
 # words each. A rule's findings use the codes given here unless a match names a better one.

@@ -15,6 +15,7 @@ import re
 import unicodedata
 from collections.abc import Iterator, Sequence
 
+from agentrt_proxy.scan import messages as M
 from agentrt_proxy.scan import phrases as P
 from agentrt_proxy.scan.model import HARD, SOFT, Finding, Listing
 from agentrt_proxy.scan.normal import escape_span, normalise, sentences
@@ -74,7 +75,7 @@ def cross_server(listings: Sequence[Listing]) -> Iterator[Finding]:
                         "shadow_name", escape_span(other),
                     )  # fmt: skip
                 elif skeleton(other) == skeleton(name):
-                    reads = f"reads as {server}'s {other}"
+                    reads = M.READS_AS.format(server=server, tool=other)
                     yield Finding(
                         listing.server, name, NAME_RULE, HARD, "name", escape_span(name), reads,
                         "shadow_name", escape_span(other),
@@ -87,7 +88,7 @@ def cross_server(listings: Sequence[Listing]) -> Iterator[Finding]:
                         SOFT,
                         "name",
                         escape_span(name),
-                        f"one edit from {server}'s {other}",
+                        M.ONE_EDIT_FROM.format(server=server, tool=other),
                         "shadow_name",
                         escape_span(other),
                     )
@@ -115,7 +116,7 @@ def cross_server(listings: Sequence[Listing]) -> Iterator[Finding]:
                         HARD if steered else SOFT,
                         text.path,
                         escape_span(sentence or tool),
-                        f"names {tool}, a tool of another server",
+                        M.NAMES_OTHER.format(tool=tool),
                         "steer_tool" if steered else "names_other",
                         escape_span(tool),
                     )

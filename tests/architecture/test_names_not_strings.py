@@ -33,7 +33,7 @@ ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
     ("gate/attempts.py", "cancelled"): (1, "FAILURE_CANCELLED: an attempt's failure, cancelled here"),
     ("gate/model.py", "pending"): (1, "PENDING: a verdict's outcome (the call awaits an approval)"),
     ("gate/model.py", "completed"): (1, "RECONCILE_COMPLETED: what a takeover's reconciliation found"),
-    ("mcp/http_listen.py", "failed"): (1, "Listen.FAILED: a standalone HTTP stream's ending"),
+    ("mcp/_http_listen.py", "failed"): (1, "Listen.FAILED: a standalone HTTP stream's ending"),
     ("store/replay_rows.py", "executing"): (1, "_EXECUTING: a replayed call's phase"),
 }
 

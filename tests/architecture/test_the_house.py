@@ -20,6 +20,10 @@ from agentrt_proxy import errors
 
 PACKAGE = Path(agentrt_proxy.__file__).resolve().parent
 MAX_LINES = 600
+MAX_CLASS_LINES = 300
+# Classes still longer than MAX_CLASS_LINES, each being split by concern. Only shrinks: a class
+# brought under the limit leaves the list, and no other class may join it.
+LONG_CLASSES = {"agentrt_proxy.cli.demo.Demo", "agentrt_proxy.proxy.tasks.TaskBook"}
 
 
 def modules() -> Iterator[tuple[str, Path, ast.Module]]:
@@ -68,6 +72,25 @@ def test_no_module_is_longer_than_600_lines_without_saying_why_at_its_top() -> N
         if lines > MAX_LINES and "longer than" not in doc:
             too_long.append(f"{name}: {lines} lines")
     assert too_long == []
+
+
+def class_sizes() -> dict[str, int]:
+    """Every class of the package (nested ones too) and its length, from ``class`` to its last line."""
+    sizes = {}
+    for name, _, tree in modules():
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef):
+                assert node.end_lineno is not None
+                sizes[f"{name}.{node.name}"] = node.end_lineno - node.lineno + 1
+    return sizes
+
+
+def test_no_class_is_longer_than_300_lines_but_those_still_being_split() -> None:
+    sizes = class_sizes()
+    too_long = {name: size for name, size in sizes.items() if size > MAX_CLASS_LINES}
+    assert {name: size for name, size in too_long.items() if name not in LONG_CLASSES} == {}
+    assert sorted(LONG_CLASSES - set(too_long)) == []  # under the limit now (or gone): drop it from the list
+    assert len(sizes) > 200  # the walk itself sees the package's classes
 
 
 def test_no_module_imports_itself_through_others() -> None:

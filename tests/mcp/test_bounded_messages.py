@@ -22,9 +22,9 @@ import anyio
 import pytest
 
 from agentrt_proxy.mcp import ServerSpec, ServerSpecError, open_connection
-from agentrt_proxy.mcp.framing import EDGE_BYTES, BoundedLineBuffer, LineBuffer, Oversize
+from agentrt_proxy.mcp._framing import EDGE_BYTES, BoundedLineBuffer, LineBuffer, Oversize
+from agentrt_proxy.mcp._oversize import answer_id, partial_id
 from agentrt_proxy.mcp.outcomes import NoAnswer, Refused, Result
-from agentrt_proxy.mcp.oversize import answer_id, partial_id
 from tests.mcp.test_http_client import Behaviour, Scripted, reply, standard
 from tests.processes import alive
 
@@ -339,7 +339,7 @@ async def test_an_http_event_stream_past_the_bound_is_a_protocol_failure(http_se
 
 
 def test_the_recorded_beginning_of_an_oversize_answer_is_cut_back_to_whole_characters() -> None:
-    from agentrt_proxy.mcp.oversize import whole_characters as _whole_characters
+    from agentrt_proxy.mcp._oversize import whole_characters as _whole_characters
 
     assert _whole_characters(b'{"a":"\xc3\xa9\xe2\x82') == b'{"a":"\xc3\xa9'
     assert _whole_characters(b'{"a":"\xc3\xa9"') == b'{"a":"\xc3\xa9"'

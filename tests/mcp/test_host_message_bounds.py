@@ -9,7 +9,7 @@ from typing import Any
 import anyio
 import pytest
 
-from agentrt_proxy.mcp.bounded_lines import BoundedLines, Oversized
+from agentrt_proxy.mcp._bounded_lines import BoundedLines, Oversized
 from agentrt_proxy.mcp.jsonrpc import ID_SCAN_TOKENS
 from agentrt_proxy.mcp.server import MAX_HOST_MESSAGE_BYTES, READ_CHUNK
 from tests.mcp.host_streams import INITIALIZED, Host, initialize, line

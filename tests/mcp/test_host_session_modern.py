@@ -155,7 +155,7 @@ class WithResources:
 
 async def test_a_passed_through_read_is_shaped_and_subscriptions_are_gone() -> None:
     h = Harness()
-    h.session._handler = WithResources()
+    h.session.handler = WithResources()
     got = await exchange(
         h,
         req(1, "server/discover"),
@@ -170,4 +170,4 @@ async def test_a_passed_through_read_is_shaped_and_subscriptions_are_gone() -> N
         "contents": [{"uri": "file:///a", "text": "1.50"}],
     }
     assert got[3]["error"]["code"] == -32601
-    assert h.session._handler.asked == ["resources/read"]
+    assert h.session.handler.asked == ["resources/read"]

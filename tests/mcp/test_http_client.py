@@ -18,9 +18,9 @@ import anyio
 import pytest
 
 from agentrt_proxy.canonical import policy_text
-from agentrt_proxy.mcp import ConnectError, ServerSpec, http_pool, open_connection
+from agentrt_proxy.mcp import ConnectError, ServerSpec, _http_pool, open_connection
+from agentrt_proxy.mcp._http import HTTPTransport
 from agentrt_proxy.mcp.errors import NotSentError, TransportError
-from agentrt_proxy.mcp.http import HTTPTransport
 from agentrt_proxy.mcp.outcomes import HttpStatus, NoAnswer, NotSent, Result
 
 pytestmark = pytest.mark.anyio
@@ -448,7 +448,7 @@ async def test_a_connection_reset_before_the_first_byte_is_written_is_replaced(
     scripted: Any, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # The check before reuse is blinded, as if the reset arrived between the check and the write.
-    monkeypatch.setattr(http_pool, "_looks_open", lambda conn: conn.sock is not None)
+    monkeypatch.setattr(_http_pool, "_looks_open", lambda conn: conn.sock is not None)
     server = scripted(answering, idle_timeout=0.1, reset=True)
     async with open_connection(ServerSpec(name="web", endpoint=server.url), timeout_ns=5 * SECOND) as conn:
         await anyio.sleep(0.3)
@@ -470,7 +470,7 @@ async def test_a_refused_connect_is_not_sent(scripted: Any) -> None:
 
 def test_a_request_is_written_through_a_connection_that_counts_what_the_kernel_took() -> None:
     a, b = socket.socketpair()
-    conn = http_pool._HTTP("127.0.0.1", 1)
+    conn = _http_pool._HTTP("127.0.0.1", 1)
     conn.sock = a
     conn.send(b"x" * 1000)
     assert conn.written == 1000 and b.recv(2000) == b"x" * 1000

@@ -8,7 +8,8 @@ import pytest
 
 from agentrt_proxy.canonical.encoder import WIRE, Raw
 from agentrt_proxy.canonical.encoder import encode as encode_json
-from agentrt_proxy.mcp.framing import LineBuffer
+from agentrt_proxy.mcp._framing import LineBuffer
+from agentrt_proxy.mcp._sse import SSEParser
 from agentrt_proxy.mcp.jsonrpc import (
     Batch,
     DecodeFailure,
@@ -22,7 +23,6 @@ from agentrt_proxy.mcp.jsonrpc import (
 )
 from agentrt_proxy.mcp.server import negotiate_version, raw_arguments
 from agentrt_proxy.mcp.spans import SpanError, find_span, raw_members, top_level_id, with_members_in_front
-from agentrt_proxy.mcp.sse import SSEParser
 
 # ---------------------------------------------------------------- framing
 

@@ -14,7 +14,7 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from agentrt_proxy.mcp.framing import LineBuffer
+from agentrt_proxy.mcp._framing import LineBuffer
 
 MODERN = "2026-07-28"
 TASKS = "io.modelcontextprotocol/tasks"

@@ -6,7 +6,7 @@ is entered in while the call is handled (on the event loop under the session's `
 in a worker thread the call handed work to). Each stop the walk lists from ``proxy/session`` on
 must be entered, and every module entered must be a stop, a module a stop's line names as
 borrowed, or the floor the walk names (``store/*``, ``canonical``, ``text``). The first stops
-read the host's line before the call exists (``mcp/stdio_streams``, ``mcp/bounded_lines``,
+read the host's line before the call exists (``mcp/stdio_streams``, ``mcp/_bounded_lines``,
 ``mcp/server``): only their existence is checked (tests/architecture/test_the_walk.py).
 """
 

@@ -20,7 +20,8 @@ from __future__ import annotations
 import json
 import re
 
-from agentrt_proxy.mcp.framing import Oversize
+from agentrt_proxy.mcp import _messages as M
+from agentrt_proxy.mcp._framing import Oversize
 
 __all__ = ["answer_id", "partial_id", "too_long", "whole_characters"]
 
@@ -101,10 +102,10 @@ def partial_id(head: bytes) -> int | str | None:
 def too_long(line: Oversize) -> str:
     """Why an answer past max_message_bytes was refused: its size once its end has come."""
     mib = 1 << 20
-    limit = f"the limit of {line.limit} bytes ({line.limit / mib:.1f} MiB, max_message_bytes)"
+    limit = M.ANSWER_LIMIT.format(limit=line.limit, limit_mib=line.limit / mib)
     if line.tail is None:
-        return f"the answer is longer than {limit}; it was skipped, not read"
-    return f"the answer is {line.size} bytes ({line.size / mib:.1f} MiB), over {limit}; it was skipped, not read"
+        return M.ANSWER_LONGER.format(limit=limit)
+    return M.ANSWER_OVER.format(size=line.size, size_mib=line.size / mib, limit=limit)
 
 
 def whole_characters(head: bytes) -> bytes:
@@ -112,6 +113,6 @@ def whole_characters(head: bytes) -> bytes:
     try:
         head.decode("utf-8")
     except UnicodeDecodeError as err:
-        if err.reason == "unexpected end of data":
+        if err.reason == M.UTF8_CUT:
             return head[: err.start]
     return head

@@ -26,6 +26,7 @@ import time
 from typing import Any
 
 from agentrt_proxy.canonical.quoting import go_escape
+from agentrt_proxy.mcp import _messages as M
 from agentrt_proxy.mcp.errors import NotSentError
 
 __all__ = ["Conn", "Pool", "describe"]
@@ -52,7 +53,7 @@ class _Counting:
         if self.sock is None:  # never auto-connect: connecting is the pool's, and is told apart
             raise http.client.NotConnected()
         if not isinstance(data, bytes | bytearray | memoryview):
-            raise TypeError("only bytes are sent")
+            raise TypeError(M.ONLY_BYTES)
         view = memoryview(data).cast("B")
         while view:
             n = self.sock.send(view)
@@ -142,7 +143,7 @@ class Pool:
             conn.connect()
         except (OSError, http.client.HTTPException) as exc:
             self.discard(conn)
-            raise NotSentError(f"{what}: connecting failed: {describe(exc)}") from exc
+            raise NotSentError(M.CONNECT_REFUSED.format(what=what, detail=describe(exc))) from exc
         conn.raw = conn.sock
         conn.sock.settimeout(timeout)
         return conn

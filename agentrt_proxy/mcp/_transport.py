@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
-from agentrt_proxy.mcp.framing import Oversize
+from agentrt_proxy.mcp._framing import Oversize
 
 __all__ = ["Deliver", "OnClosed", "Transport"]
 

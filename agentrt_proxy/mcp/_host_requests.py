@@ -16,6 +16,7 @@ from typing import Any
 
 import anyio
 
+from agentrt_proxy.mcp import _messages as M
 from agentrt_proxy.mcp import jsonrpc
 from agentrt_proxy.mcp.jsonrpc import ErrorResponse, Response
 
@@ -49,7 +50,9 @@ class HostRequests:
         finally:
             self._waiting.pop(msg_id, None)
         if not box:
-            return {"error": {"code": NO_ANSWER, "message": f"the host did not answer {method} in {timeout:g}s"}}
+            return {
+                "error": {"code": NO_ANSWER, "message": M.HOST_DID_NOT_ANSWER.format(method=method, timeout=timeout)}
+            }
         answer = box[0]
         if isinstance(answer, Response):
             return {"result": answer.result}

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agentrt_proxy.mcp.framing import LineBuffer
+from agentrt_proxy.mcp._framing import LineBuffer
 
 __all__ = ["HEAD_BYTES", "BoundedLines", "Oversized"]
 

@@ -23,8 +23,8 @@ import threading
 from collections.abc import Callable
 from enum import Enum
 
-from agentrt_proxy.mcp.http_pool import Conn, Pool, shutdown
-from agentrt_proxy.mcp.sse import SSEParser
+from agentrt_proxy.mcp._http_pool import Conn, Pool, shutdown
+from agentrt_proxy.mcp._sse import SSEParser
 
 __all__ = ["Listener"]
 
