@@ -3,8 +3,9 @@
 While more than one call is in flight (``Store.call_in_flight``), a write transaction that the
 event loop begins under ``Store.nowait()`` does not commit on its own: it is a *unit*, a
 savepoint in the open *group* transaction (begun by the group's first unit), and the group
-commits once, at the start of the loop's next turn, when every call that was ready in this
-turn has added its units. A unit that fails is rolled back to its savepoint alone (the
+commits once the loop has run what was ready to run (up to ``MAX_TURNS`` turns): the calls
+woken meanwhile (the next decision, taking the rules' lock; an upstream's answer, recorded)
+add their units to it. A unit that fails is rolled back to its savepoint alone (the
 group's other units stay). Every call that wrote a unit waits (``durable``) until the COMMIT
 of each group it joined before it acts on what it wrote: a call's start is durable before its
 upstream request is sent, its outcome before the host hears it. docs/decisions/0023.
@@ -33,6 +34,7 @@ import anyio
 
 from agentrt_proxy.text.operator_text import group_commit_lost
 
+MAX_TURNS = 8  # the most turns of the loop a group stays open waiting for more units
 EXIT_GROUP_LOST = 70  # sysexits' EX_SOFTWARE: the process could not keep its own promise
 
 
@@ -55,9 +57,10 @@ class Owner(Protocol):
 class Group:
     """One group transaction: how many units it keeps, what they stored, how it ended."""
 
-    __slots__ = ("ended", "lost", "specs", "units")
+    __slots__ = ("ended", "lost", "specs", "units", "_event")
 
     def __init__(self) -> None:
+        self._event = anyio.Event()  # set when it ended
         self.units = 0  # units released into it (a failed unit is not counted)
         self.specs: set[str] = set()  # tool_specs hashes its units wrote
         self.ended = False  # committed, or rolled back with no unit kept (then nothing to wait for)
@@ -66,6 +69,14 @@ class Group:
     def kept(self, specs: set[str]) -> None:
         self.units += 1
         self.specs |= specs
+
+    def end(self, lost: BaseException | None) -> None:
+        self.lost = lost
+        self.ended = lost is None
+        self._event.set()
+
+    async def wait(self) -> None:
+        await self._event.wait()
 
 
 def stop_the_process(error: BaseException, units: int) -> None:
@@ -108,7 +119,7 @@ class GroupCommit:
             self._db.lock.acquire()  # held across the loop's turns until the group's COMMIT
             loop = _running_loop()
             assert loop is not None  # deferring only ever starts on a running loop
-            loop.call_soon(self._commit_if_open, group)  # after the callbacks ready in this turn
+            loop.call_soon(self._commit_when_idle, group, 1)  # after the callbacks ready in this turn
         if group not in self._joined:
             self._joined.append(group)
         return group
@@ -144,13 +155,20 @@ class GroupCommit:
             return
         self.open = None
         self._db.lock.release()
-        group.ended = True
         self._db.committed(group)
+        group.end(None)
 
-    def _commit_if_open(self, group: Group) -> None:
-        if self.open is group:
-            with self._db.lock:
-                self.commit_now()
+    def _commit_when_idle(self, group: Group, turns: int) -> None:
+        if self.open is not group:
+            return  # committed already (a write or read that is not a unit came first)
+        loop = asyncio.get_running_loop()
+        # asyncio's queue of callbacks ready to run (CPython's event loops keep it as _ready):
+        # while something else is ready, it may add a unit; give it this turn.
+        if getattr(loop, "_ready", None) and turns < MAX_TURNS:
+            loop.call_soon(self._commit_when_idle, group, turns + 1)
+            return
+        with self._db.lock:
+            self.commit_now()
 
     def _end(self, group: Group, lost: BaseException | None) -> None:
         self.open = None
@@ -161,20 +179,18 @@ class GroupCommit:
                 lost = lost or (err if group.units else None)
         self._db.lock.release()
         if lost is not None and group.units:
-            group.lost = lost
+            group.end(lost)
             self.on_lost(lost, group.units)
         else:
-            group.ended = True  # no unit kept: nothing of it to wait for
+            group.end(None)  # no unit kept: nothing of it to wait for
 
     async def durable(self, groups: tuple[Group, ...]) -> None:
-        """Returns once every group in ``groups`` is committed (the loop's next turn)."""
+        """Returns once every group in ``groups`` is committed."""
         for group in groups:
-            while not group.ended:
-                if group.lost is not None:
-                    raise GroupLost(group.lost)
-                await anyio.sleep(0)  # the group commits at the start of the next turn
-                if not group.ended and self.open is group:
-                    self._commit_if_open(group)
+            if not group.ended and group.lost is None:
+                await group.wait()
+            if group.lost is not None:
+                raise GroupLost(group.lost)
 
 
 def _running_loop() -> asyncio.AbstractEventLoop | None:
