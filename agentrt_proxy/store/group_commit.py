@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import asyncio
 import os
-import sys
 import sqlite3
+import sys
 import threading
 from collections.abc import Callable
 from typing import Protocol
@@ -57,7 +57,7 @@ class Owner(Protocol):
 class Group:
     """One group transaction: how many units it keeps, what they stored, how it ended."""
 
-    __slots__ = ("ended", "lost", "specs", "units", "_event")
+    __slots__ = ("_event", "ended", "lost", "specs", "units")
 
     def __init__(self) -> None:
         self._event = anyio.Event()  # set when it ended
@@ -98,7 +98,9 @@ class GroupCommit:
 
     # ------------------------------------------------------------ nowait() blocks
     def open_block(self) -> None:
-        self._joined = []
+        # A block that finds a group open reads what its units wrote (one connection): what it
+        # decides from that waits for the same COMMIT, even if it writes nothing itself.
+        self._joined = [] if self.open is None else [self.open]
         self.deferring = self.in_flight > 1 and _running_loop() is not None
 
     def close_block(self) -> None:

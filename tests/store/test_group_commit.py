@@ -189,3 +189,14 @@ async def test_a_group_whose_commit_fails_stops_the_process_and_no_waiter_goes_o
     assert lost == [2]
     assert specs_on_disk(store) == set()
     assert not real.in_transaction
+
+
+async def test_a_call_that_writes_nothing_while_a_group_is_open_waits_for_that_groups_commit(store: Store) -> None:
+    with in_flight(store, 2):
+        writer = unit(store, "a")
+        with store.nowait():  # a decision that only reads (a DUPLICATE, say): it read "a"
+            pass
+        reader = store.joined()
+        assert reader == writer
+        await store.durable(reader)
+        assert specs_on_disk(store) == {"a"}
