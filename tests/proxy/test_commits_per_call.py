@@ -41,7 +41,7 @@ class CommitLog:
         return len(self.commits)
 
     def watch(self, conn: sqlite3.Connection) -> None:
-        state: dict[str, Any] = {"tx": False, "writes": []}
+        state: dict[str, Any] = {"tx": False, "writes": [], "unit": 0}
 
         def trace(statement: str) -> None:
             head = statement.lstrip().upper()
@@ -51,6 +51,10 @@ class CommitLog:
                 if state["writes"]:
                     self.commits.append(state["writes"])
                 state["tx"], state["writes"] = False, []
+            elif head.startswith("SAVEPOINT"):  # a unit of a group commit (docs/decisions/0023)
+                state["unit"] = len(state["writes"])
+            elif head.startswith("ROLLBACK TO"):  # that unit undone alone
+                del state["writes"][state["unit"]:]
             elif head.startswith("ROLLBACK"):
                 state["tx"], state["writes"] = False, []
             elif head.startswith(("INSERT", "UPDATE", "DELETE", "REPLACE")):
