@@ -1,6 +1,6 @@
 """The crash harness, long: two proxies, random SIGKILLs, restarts, an operator; prints the figures.
 
-    python3 bench/chaos.py [-kills N] [-seed S] [-pyz dist/agentrt-proxy.pyz]
+    python3 bench/chaos.py [-kills N] [-seed S] [-burst B] [-pyz dist/agentrt-proxy.pyz]
 
 Runs tests/chaos/chaos.py (the harness CI runs with 100 kills) until N kills happened
 (default 1000), then settles and prints one line of figures: rounds, calls, kills,
@@ -26,6 +26,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-kills", type=int, default=1000)
     parser.add_argument("-seed", type=int, default=1)
+    parser.add_argument("-burst", type=int, default=1,
+                        help="send up to this many calls at once in a round (their writes share COMMITs)")
     parser.add_argument("-pyz", type=Path, default=None, help="run the built file instead of the source tree")
     options = parser.parse_args()
     if options.pyz is not None:
@@ -33,7 +35,8 @@ def main() -> int:
     else:
         argv, env = [sys.executable, "-m", "agentrt_proxy"], target_env("source")
     with tempfile.TemporaryDirectory(prefix="agentrt-chaos-") as directory:
-        figures = chaos.run(Path(directory), argv, env, REPO, kills=options.kills, seed=options.seed)
+        figures = chaos.run(Path(directory), argv, env, REPO, kills=options.kills, seed=options.seed,
+                             burst=options.burst)
     print(figures.line())
     for violation in figures.violations:
         print("violation:", violation)

@@ -30,7 +30,7 @@ _original = store._connect
 
 def _connect(path: str, readonly: bool):  # type: ignore[no-untyped-def]
     conn = _original(path, readonly)
-    state = {"tx": False, "writes": []}
+    state = {"tx": False, "writes": [], "unit": 0}
 
     def trace(statement: str) -> None:
         head = statement.lstrip().upper()
@@ -42,6 +42,10 @@ def _connect(path: str, readonly: bool):  # type: ignore[no-untyped-def]
                 if state["writes"]:
                     _log.write(json.dumps(state["writes"]) + "\n")
                 state["tx"], state["writes"] = False, []
+            elif head.startswith("SAVEPOINT"):  # a unit of a group commit (docs/decisions/0023)
+                state["unit"] = len(state["writes"])
+            elif head.startswith("ROLLBACK TO"):  # that unit undone alone
+                del state["writes"][state["unit"]:]
             elif head.startswith("ROLLBACK"):
                 state["tx"], state["writes"] = False, []
             else:

@@ -194,7 +194,9 @@ class Execution:
         while True:
             try:
                 inline = self._record_inline(obs, duration_ms, on_recorded)
+                joined = self.session.store.joined()
                 if inline is not None:
+                    await self.session.store.durable(joined)  # recorded durably before anyone hears it
                     return inline
                 verdict: Verdict = await anyio.to_thread.run_sync(self.record, obs, duration_ms, on_recorded)
                 return verdict

@@ -100,8 +100,9 @@ class CallRules:
         None once the approval was decided, to decide again."""
         # One relay per call: the hold's progress and the server's reach the host under its token.
         progress = ProgressRelay(ctx)
-        async with progress.relaying():
-            return await self._handle(tool, arguments_text, ctx, progress, when_pending)
+        with self.store.call_in_flight():  # with others in flight, its writes share their COMMITs
+            async with progress.relaying():
+                return await self._handle(tool, arguments_text, ctx, progress, when_pending)
 
     async def _handle(
         self, tool: LoadedTool, arguments_text: str | None, ctx: CallContext, progress: ProgressRelay,
@@ -116,8 +117,12 @@ class CallRules:
         for _ in range(MAX_DECIDES):
             async with self.lock:
                 applied = self._decide_inline(tool, key, arguments_text) if small else WOULD_BLOCK
+                joined = self.store.joined() if small else ()
                 if applied is WOULD_BLOCK:
                     applied = await anyio.to_thread.run_sync(self._decide_safely, tool, key, arguments_text)
+            # What the decision wrote is durable before anything acts on it (the next decision
+            # may run meanwhile: it reads what this one wrote, and waits for the same COMMIT).
+            await self.store.durable(joined)
             if isinstance(applied, Answer):
                 return applied.result
             if isinstance(applied, Execute):

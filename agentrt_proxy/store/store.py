@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Callable
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 
 from agentrt_proxy.canonical import durations
 from agentrt_proxy.canonical.clock import WALL
 from agentrt_proxy.store.connection import BUSY_TIMEOUT_MS, connect, switch_to_wal
 from agentrt_proxy.store.errors import NotFound, WouldBlock
+from agentrt_proxy.store.group_commit import Group
 from agentrt_proxy.store.holds import Holds
 from agentrt_proxy.store.index import CallIndex
 from agentrt_proxy.store.leases import LeaseConnection
@@ -152,6 +153,27 @@ class Store:
     def read(self) -> AbstractContextManager[sqlite3.Connection]:
         """A consistent snapshot for several reads."""
         return self._db.read()
+
+    # group commit (group_commit.py) -------------------------------------------------
+    @contextmanager
+    def call_in_flight(self) -> Iterator[None]:
+        """Around one call: while more than one is in flight, the loop's write units are
+        deferred into a shared COMMIT (``nowait``)."""
+        group = self._db.group
+        group.in_flight += 1
+        try:
+            yield
+        finally:
+            group.in_flight -= 1
+
+    def joined(self) -> tuple[Group, ...]:
+        """The groups the last ``nowait()`` block's writes joined; ``durable`` waits for them."""
+        return self._db.group.joined()
+
+    async def durable(self, groups: tuple[Group, ...]) -> None:
+        """Returns once every group in ``groups`` is committed (at once when there is none)."""
+        if groups:
+            await self._db.group.durable(groups)
 
     def open_tx(self) -> Tx | None:
         """The write transaction this thread has open, else None."""

@@ -4,6 +4,10 @@
 ``conn``; writes go through ``write()``, one IMMEDIATE transaction whose ``Tx`` holds the
 compare-and-set primitives. Every ``sqlite3`` error raised here, or in a block run under
 ``write()`` or ``read()``, leaves as the store's error for it (``sqlite_errors.py``).
+
+Group commit (docs/decisions/0023): while several calls are in flight, the write units the
+event loop runs under ``nowait()`` share one transaction, each in a savepoint, and one
+COMMIT at the start of the loop's next turn (``group_commit.py``).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ from contextlib import contextmanager
 
 from agentrt_proxy.store.connection import BUSY_TIMEOUT_MS, file_identity
 from agentrt_proxy.store.errors import StoreError, StoreGone, WouldBlock
+from agentrt_proxy.store.group_commit import Group, GroupCommit
 from agentrt_proxy.store.sqlite_errors import is_busy, map_sqlite_errors
 from agentrt_proxy.store.tx import Tx
 from agentrt_proxy.text.operator_text import ERR_STORE_GONE
@@ -32,11 +37,13 @@ class Database:
         self._tx_failed: BaseException | None = None
         self._nowait = False  # set by nowait(): BEGIN IMMEDIATE raises WouldBlock instead of waiting
         self._stored_specs: set[str] = set()  # tool_specs hashes committed through this database
+        self.group = GroupCommit(self)  # the open group of deferred units, when calls are in flight
         # The file this connection opened: a writer refuses to go on once another is at the path.
         self._identity = None if readonly else file_identity(path)
 
     def close(self) -> None:
         with self.lock, map_sqlite_errors():
+            self.group.commit_now()
             self.conn.close()
 
     # ----------------------------------------------------------------------- writes
@@ -50,7 +57,9 @@ class Database:
         An inner block that raises marks the whole transaction failed and re-raises: the
         outermost block then rolls everything back, even when a caller in between caught
         the inner failure (the outermost block re-raises that failure on exit). There are
-        no partial commits and no savepoints."""
+        no partial commits. While the group commit defers (``group_commit.py``) the
+        outermost block is a unit: a savepoint in the group's transaction, committed with
+        the group, or rolled back alone."""
         if self.readonly:
             raise StoreError(ERR_STORE_READ_ONLY)
         with map_sqlite_errors(), self.lock:
@@ -65,6 +74,10 @@ class Database:
                         self._tx_failed = exc
                     raise
                 return
+            if self.group.deferring:
+                yield from self._unit()
+                return
+            self.group.commit_now()  # the open group's units commit first, in their order
             self._refuse_if_gone()
             if self._nowait:
                 self._begin_nowait()
@@ -90,6 +103,45 @@ class Database:
                 raise
             self.commits += 1
             self._stored_specs |= tx.specs_written
+
+    def _unit(self) -> Iterator[Tx]:
+        """One deferred unit: a savepoint in the group's transaction (begun by the group's
+        first unit). A unit that raises is rolled back to its savepoint alone and re-raises
+        as ``write()`` does; the group's other units stay."""
+        group = self.group.join()
+        self.conn.execute("SAVEPOINT unit")
+        tx = Tx(self.conn, self._stored_specs)
+        self._tx, self._tx_failed = tx, None
+        try:
+            yield tx
+        except BaseException as exc:
+            self._end_tx()
+            self.group.undo_unit(group, exc)
+            raise
+        failed = self._tx_failed
+        self._end_tx()
+        if failed is not None:
+            self.group.undo_unit(group, failed)
+            raise StoreError(ERR_TX_FAILED) from failed
+        try:
+            self.conn.execute("RELEASE unit")
+        except BaseException as exc:
+            self.group.undo_unit(group, exc)
+            raise
+        group.kept(tx.specs_written)
+
+    def begin_group(self) -> None:
+        """The group's BEGIN (``GroupCommit.join``): as a transaction of ``write()`` begins it."""
+        self._refuse_if_gone()
+        self._begin_nowait()
+
+    def unit_open(self) -> bool:
+        return self._tx is not None
+
+    def committed(self, group: Group) -> None:
+        """After the group's COMMIT: counted, and its specs known to be stored."""
+        self.commits += 1
+        self._stored_specs |= group.specs
 
     def _rollback(self) -> None:
         # SQLite may have rolled back already (a full disk, an I/O error): then there is
@@ -122,10 +174,12 @@ class Database:
                 yield True
                 return
             self._nowait = True
+            self.group.open_block()
             try:
                 yield True
             finally:
                 self._nowait = False
+                self.group.close_block()
         finally:
             self.lock.release()
 
@@ -151,6 +205,7 @@ class Database:
     def read(self) -> Iterator[sqlite3.Connection]:
         """A consistent snapshot for several reads."""
         with map_sqlite_errors(), self.lock:
+            self.group.commit_now()  # a snapshot of what is committed, never of a group's units
             self.conn.execute("BEGIN")
             try:
                 yield self.conn

@@ -112,6 +112,13 @@ def operator_error(text: str) -> str:
     return operator_line(f"error: {text}")
 
 
+def group_commit_lost(units: int, error: str) -> str:
+    return operator_line(
+        f"error: the database did not commit the records of {units} write(s) of the calls in flight ({error}); "
+        "stopping now, as a kill would: a restart carries on from what the database holds"
+    )
+
+
 def operator_serving(session: str, database: str) -> str:
     return operator_line(f"serving session {session} on database {database}")
 

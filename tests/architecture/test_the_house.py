@@ -142,6 +142,7 @@ NOT_IN_THE_TREE = {
     "IllegalTransition",  # a bug: no handler of the tree may swallow it
     "WouldBlock",  # control flow inside the store (a BaseException), never raised to a caller
     "Refusal",  # control flow inside upstream/checks: always caught, it becomes a report line
+    "GroupLost",  # a group commit lost while the process lives on (tests): as a kill, nothing may answer over it
 }
 
 

@@ -238,8 +238,10 @@ class Figures:
 
 
 class Chaos:
-    def __init__(self, directory: Path, argv: Sequence[str], env: dict[str, str], repo: Path, seed: int) -> None:
+    def __init__(self, directory: Path, argv: Sequence[str], env: dict[str, str], repo: Path, seed: int,
+                 burst: int = 1) -> None:
         self.directory = directory
+        self.burst = burst  # up to this many calls sent at once in a round (their writes share COMMITs)
         self.argv = list(argv)
         self.env = env
         self.config = write_config(directory, repo)
@@ -293,17 +295,22 @@ class Chaos:
         self.figures.rounds += 1
         slot = self.rng.randrange(2)
         host = self.proxy(slot)
-        arguments = self.request()
-        request_id = host.send_call(arguments)
-        self.figures.calls += 1
-        if request_id is not None and self.rng.random() < kill_probability:
-            slow = arguments.get("mode") == "slow"
+        sent: list[tuple[int, dict[str, Any]]] = []
+        for _ in range(1 if self.burst == 1 else self.rng.randint(1, self.burst)):
+            arguments = self.request()
+            request_id = host.send_call(arguments)
+            self.figures.calls += 1
+            if request_id is not None:
+                sent.append((request_id, arguments))
+        if sent and self.rng.random() < kill_probability:
+            slow = any(arguments.get("mode") == "slow" for _, arguments in sent)
             time.sleep(self.rng.uniform(0, 0.3 if slow else max_delay))
             host.kill()
             self.proxies[slot] = None
             self.figures.kills += 1
-        elif request_id is not None:
-            self.take(arguments["to"], host.answer(request_id))
+        else:
+            for request_id, arguments in sent:
+                self.take(arguments["to"], host.answer(request_id))
         self.operator()
         self.check()
 
@@ -507,9 +514,10 @@ class Chaos:
         return False
 
 
-def run(directory: Path, argv: Sequence[str], env: dict[str, str], repo: Path, *, kills: int, seed: int) -> Figures:
+def run(directory: Path, argv: Sequence[str], env: dict[str, str], repo: Path, *, kills: int, seed: int,
+        burst: int = 1) -> Figures:
     """Rounds until ``kills`` SIGKILLs happened; then settle. The figures, violations among them."""
-    chaos = Chaos(directory, argv, env, repo, seed)
+    chaos = Chaos(directory, argv, env, repo, seed, burst)
     started = time.monotonic()
     chaos.pin()
     try:

@@ -191,6 +191,38 @@ def test_the_zip_on_pythonpath_wins_over_installed_copies(fresh_pyz: Path, tmp_p
     assert all(line.startswith(str(fresh_pyz)) for line in result.stdout.splitlines())
 
 
+# Imports from the archive's byte-code (built by this interpreter, so the .pyc is used) and
+# reports what the build left out of it and what it kept.
+BYTECODE_PROBE = r"""
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from agentrt_proxy.store import tx
+code = tx.Tx.update_run.__code__
+print(json.dumps({
+    "from_pyc": tx.__file__.endswith(".pyc"),
+    "module_doc": tx.__doc__, "function_doc": tx.Tx.update_run.__doc__,
+    "class_doc": tx.Tx.__doc__,
+    "columns": sorted({str(col) for _, _, col, _ in code.co_positions()}),
+    "lines": sorted({line for _, line, _, _ in code.co_positions() if line}),
+}))
+"""
+
+
+@pytest.mark.skipif(sys.version_info < (3, 11), reason="column ranges are Python 3.11's")
+def test_the_bytecode_leaves_out_function_docstrings_and_column_ranges_and_keeps_lines(
+    fresh_pyz: Path,
+) -> None:
+    result = subprocess.run([sys.executable, "-I", "-S", "-c", BYTECODE_PROBE, str(fresh_pyz)],
+                            capture_output=True, text=True, check=False)
+    assert result.returncode == 0, result.stderr
+    probe = json.loads(result.stdout)
+    assert probe["from_pyc"]
+    assert probe["module_doc"] is None and probe["function_doc"] is None
+    assert probe["class_doc"]  # a dataclass without one would compute one at import
+    assert probe["columns"] == ["None"]
+    assert len(probe["lines"]) > 3  # tracebacks still name the line
+
+
 # Runs the archive's own __main__.py with a stand-in CLI that reports sys.path, and with
 # site-packages-like folders on sys.path, as a host Python with .pth files would have.
 PATH_PROBE = r"""

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 from agentrt_proxy.canonical.encoder import go_json
@@ -40,7 +41,7 @@ class CommitLog:
         return len(self.commits)
 
     def watch(self, conn: sqlite3.Connection) -> None:
-        state: dict[str, Any] = {"tx": False, "writes": []}
+        state: dict[str, Any] = {"tx": False, "writes": [], "unit": 0}
 
         def trace(statement: str) -> None:
             head = statement.lstrip().upper()
@@ -50,6 +51,10 @@ class CommitLog:
                 if state["writes"]:
                     self.commits.append(state["writes"])
                 state["tx"], state["writes"] = False, []
+            elif head.startswith("SAVEPOINT"):  # a unit of a group commit (docs/decisions/0023)
+                state["unit"] = len(state["writes"])
+            elif head.startswith("ROLLBACK TO"):  # that unit undone alone
+                del state["writes"][state["unit"]:]
             elif head.startswith("ROLLBACK"):
                 state["tx"], state["writes"] = False, []
             elif head.startswith(("INSERT", "UPDATE", "DELETE", "REPLACE")):
@@ -128,6 +133,33 @@ async def test_a_pending_and_a_denied_call_each_commit_once(tmp_path: Path, comm
         assert text_of(invalid).startswith("INVALID:")
         assert n_invalid == 1
         assert h.payments() == 0
+
+
+@pytest.mark.anyio
+async def test_payments_in_flight_together_share_commits_each_pays_once_and_the_chain_verifies(
+        tmp_path: Path, commit_log: CommitLog) -> None:
+    # Eight at once (docs/decisions/0023): the writes of the calls ready in one turn of the loop
+    # commit together, yet each call's start and outcome are committed before it goes on.
+    async with proxy_harness(tmp_path, rules=PAY_ALLOWED) as h:
+        before = commit_log.count()
+        answers: dict[str, str] = {}
+
+        async def pay(to: str) -> None:
+            answers[to] = text_of(await h.call("bank_pay", {"to": to, "amount": 1}))
+
+        async with anyio.create_task_group() as tg:
+            for n in range(8):
+                tg.start_soon(pay, f"p{n}")
+        assert answers == {f"p{n}": f"paid 1.00 to p{n}" for n in range(8)}
+        assert h.payments() == 8
+        assert [r.status for r in h.runs()] == ["COMPLETED"] * 8
+        assert commit_log.count() - before < 16  # alone, each would commit twice
+        store = h.store()
+        try:
+            report = store.verify()
+        finally:
+            store.close()
+        assert report.brk is None and report.state is not None and report.state.total == 0
 
 
 # ------------------------------------------------------------------------- nested writes
