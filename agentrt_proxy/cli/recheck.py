@@ -29,7 +29,7 @@ from agentrt_proxy.gate import (
     offered_tools_from_config,
 )
 from agentrt_proxy.store import Store
-from agentrt_proxy.text import escaping, operator_text
+from agentrt_proxy.text import escaping, operator_text, recheck_text
 from agentrt_proxy.upstream import OpenError, OpenServers, open_servers
 
 __all__ = ["command", "parse_options", "recheck"]
@@ -90,12 +90,12 @@ def parse_options(argv: list[str]) -> tuple[str, Options, bool]:
     flags = parse(argv, options=("config", "run", "session", "limit"), switches=("current-tools", "json"))
     path = flags.get("config")
     if not path or flags.positionals:
-        raise UsageError(operator_text.RECHECK_USAGE_CONFIG)
+        raise UsageError(recheck_text.RECHECK_USAGE_CONFIG)
     if flags.get("run") is not None and flags.get("session") is not None:
-        raise UsageError(operator_text.RECHECK_USAGE_EXCLUSIVE)
+        raise UsageError(recheck_text.RECHECK_USAGE_EXCLUSIVE)
     limit = flags.integer("limit", DEFAULT_LIMIT)
     if limit <= 0:
-        raise UsageError(operator_text.RECHECK_USAGE_LIMIT)
+        raise UsageError(recheck_text.RECHECK_USAGE_LIMIT)
     options = Options(flags.get("run") or "", flags.get("session") or "", limit, flags.on("current-tools"))
     return path, options, flags.on("json")
 
@@ -122,7 +122,7 @@ def _write(reports: list[RecheckReport], config: Config, as_json: bool, out: Tex
     for report in reports:
         out.write(report.render() + "\n")
     out.write(summary(reports, config.policy_id()) + "\n")
-    out.write(operator_text.RECHECK_SCOPE + "\n")
+    out.write(recheck_text.RECHECK_SCOPE + "\n")
     out.flush()
 
 
@@ -130,11 +130,11 @@ def _exit(reports: list[RecheckReport], session: str, err_out: TextIO) -> int:
     if any(not r.same for r in reports):
         return 1
     if not reports:
-        err_out.write(f"{PROGRAM}: " + escaping.sanitize(operator_text.RECHECK_NO_RUN.format(session=session)) + "\n")
+        err_out.write(f"{PROGRAM}: " + escaping.sanitize(recheck_text.RECHECK_NO_RUN.format(session=session)) + "\n")
         return 1
     if sum(r.rechecked for r in reports) == 0:
         skipped = sum(r.not_recheckable for r in reports)
-        err_out.write(f"{PROGRAM}: " + operator_text.RECHECK_NOTHING.format(skipped=skipped) + "\n")
+        err_out.write(f"{PROGRAM}: " + recheck_text.RECHECK_NOTHING.format(skipped=skipped) + "\n")
         return 1
     return 0
 

@@ -48,12 +48,11 @@ from agentrt_proxy.store import (
     StoreError,
     StoreUnavailable,
 )
-from agentrt_proxy.text import operator_text
+from agentrt_proxy.text import recheck_text
 from agentrt_proxy.upstream import ToolSpec
 from agentrt_proxy.upstream.validation import schema_error
 
 __all__ = ["Options", "Recheck", "recheck_run", "recheck_store", "run_ids"]
-
 
 
 DEFAULT_LIMIT = 50
@@ -154,11 +153,11 @@ class Recheck:
     def _notes(self, rec: _Record, report: RecheckReport) -> list[str]:
         notes = []
         if rec.run.status not in TERMINAL:
-            notes.append(operator_text.RECHECK_NOTE_OPEN.format(status=rec.run.status))
-        if any(e.detail == operator_text.RECHECK_PRE_VIEW for e in report.evaluations):
-            notes.append(operator_text.RECHECK_NOTE_OLD)
+            notes.append(recheck_text.RECHECK_NOTE_OPEN.format(status=rec.run.status))
+        if any(e.detail == recheck_text.RECHECK_PRE_VIEW for e in report.evaluations):
+            notes.append(recheck_text.RECHECK_NOTE_OLD)
         if not report.evaluations:
-            notes.append(operator_text.RECHECK_NOTE_NONE)
+            notes.append(recheck_text.RECHECK_NOTE_NONE)
         return notes
 
     def _policy_failure(self, rec: _Record, index: int, report: RecheckReport) -> None:
@@ -181,7 +180,7 @@ class Recheck:
             return
         step = _step(rec, event.step_id)
         ev = Evaluation(step.idx if step else -1, event.step_id, event.seq, _tool(step))
-        report.evaluations.append(ev.skip(operator_text.RECHECK_POLICY_FAILED.format(error=error)))
+        report.evaluations.append(ev.skip(recheck_text.RECHECK_POLICY_FAILED.format(error=error)))
 
     # -------------------------------------------------------------------- one evaluation
     def _evaluation(self, rec: _Record, event: Event) -> Evaluation:
@@ -189,14 +188,14 @@ class Recheck:
         ev = Evaluation(step.idx if step else -1, event.step_id, event.seq, _tool(step))
         payload = _loads(event.payload_json)
         if not isinstance(payload, dict):
-            return ev.skip(operator_text.RECHECK_UNREADABLE.format(what="event"))
+            return ev.skip(recheck_text.RECHECK_UNREADABLE.format(what="event"))
         ev.recorded = _summary(payload)
         ev.policy_id = payload.get("policy_id", "") if isinstance(payload.get("policy_id"), str) else ""
         view, spec_hash = payload.get("view"), payload.get("spec_hash") or ""
         if view is None:
             if not spec_hash:
-                return ev.skip(operator_text.RECHECK_PRE_VIEW)
-            return ev.skip(operator_text.RECHECK_NOT_A_POLICY, NOT_A_POLICY_EVALUATION)
+                return ev.skip(recheck_text.RECHECK_PRE_VIEW)
+            return ev.skip(recheck_text.RECHECK_NOT_A_POLICY, NOT_A_POLICY_EVALUATION)
         if isinstance(view, dict):
             ev.on_resume = view.get("status") == WAITING
         try:
@@ -208,9 +207,9 @@ class Recheck:
 
     def _recheck(self, rec: _Record, event: Event, payload: dict[str, Any], step: Step | None, ev: Evaluation) -> None:
         if not payload.get("spec_hash"):
-            raise Unrecheckable(operator_text.RECHECK_NO_SPEC)
+            raise Unrecheckable(recheck_text.RECHECK_NO_SPEC)
         if step is None or _decision(step).get("kind") != "tool_call":
-            raise Unrecheckable(operator_text.RECHECK_STEP_MISSING)
+            raise Unrecheckable(recheck_text.RECHECK_STEP_MISSING)
         _check_size(event, step)
         view = _rebuilt_view(rec, event, payload["view"], step)
         recorded_spec = self._spec(str(payload["spec_hash"]))
@@ -234,9 +233,9 @@ class Recheck:
         if spec is None or mismatch:
             ev.result, ev.spec_source = DIFFERENT, self.source
             ev.detail = (
-                operator_text.RECHECK_TOOL_GONE.format(name=recorded.spec.name)
+                recheck_text.RECHECK_TOOL_GONE.format(name=recorded.spec.name)
                 if spec is None
-                else operator_text.RECHECK_ARGS_NOW.format(error=mismatch)
+                else recheck_text.RECHECK_ARGS_NOW.format(error=mismatch)
             )
             ev.rechecked = {"outcome": "nothing"}
             return None
@@ -295,16 +294,16 @@ def _summary(payload: Mapping[str, Any]) -> dict[str, Any]:
 
 def _check_size(event: Event, step: Step) -> None:
     if len(event.payload_json) > MAX_PAGE_TEXT:
-        raise Unrecheckable(operator_text.RECHECK_TOO_LARGE.format(what="event", limit=MAX_PAGE_TEXT))
+        raise Unrecheckable(recheck_text.RECHECK_TOO_LARGE.format(what="event", limit=MAX_PAGE_TEXT))
     if any(len(text) > MAX_PAGE_TEXT for text in (step.decision_json, step.policy_json, step.observation_json)):
-        raise Unrecheckable(operator_text.RECHECK_TOO_LARGE.format(what="step", limit=MAX_PAGE_TEXT))
+        raise Unrecheckable(recheck_text.RECHECK_TOO_LARGE.format(what="step", limit=MAX_PAGE_TEXT))
 
 
 def _read_spec(store: Store, spec_hash: str) -> ToolSpec | str:
     """The spec stored under ``spec_hash``, or why it cannot be used."""
     text = store.tool_spec(spec_hash)
     if text is None:
-        return operator_text.RECHECK_SPEC_MISSING.format(hash=spec_hash)
+        return recheck_text.RECHECK_SPEC_MISSING.format(hash=spec_hash)
     tree = _loads(text)
     try:
         spec = ToolSpec(
@@ -316,9 +315,9 @@ def _read_spec(store: Store, spec_hash: str) -> ToolSpec | str:
             bool(tree.get("terminal", False)),
         )
     except (TypeError, KeyError, ValueError):
-        return operator_text.RECHECK_UNREADABLE.format(what="tool spec")
+        return recheck_text.RECHECK_UNREADABLE.format(what="tool spec")
     if spec.spec_hash() != spec_hash:
-        return operator_text.RECHECK_SPEC_BROKEN.format(hash=spec_hash)
+        return recheck_text.RECHECK_SPEC_BROKEN.format(hash=spec_hash)
     return spec
 
 
@@ -327,12 +326,12 @@ def _rebuilt_run(rec: _Record, view: Mapping[str, Any]) -> Run:
     created = rec.created
     payload = _loads(created.payload_json) if created is not None else None
     if created is None or not isinstance(payload, dict) or not isinstance(payload.get("goal", ""), str):
-        raise Unrecheckable(operator_text.RECHECK_CREATED_MISSING)
+        raise Unrecheckable(recheck_text.RECHECK_CREATED_MISSING)
     limits = payload.get("limits")
     counts = {name: _count(view, name) for name in VIEW_COUNTS}
     status = view.get("status")
     if not isinstance(status, str):
-        raise Unrecheckable(operator_text.RECHECK_COUNTS)
+        raise Unrecheckable(recheck_text.RECHECK_COUNTS)
     return Run(
         id=rec.run.id,
         goal=payload.get("goal", ""),
@@ -359,26 +358,26 @@ def _rebuilt_run(rec: _Record, view: Mapping[str, Any]) -> Run:
 def _count(view: Mapping[str, Any], name: str) -> int:
     value = view.get(name, 0)
     if isinstance(value, bool) or not isinstance(value, (int, str)):
-        raise Unrecheckable(operator_text.RECHECK_COUNTS)
+        raise Unrecheckable(recheck_text.RECHECK_COUNTS)
     try:
         number = int(value)
     except ValueError:
-        raise Unrecheckable(operator_text.RECHECK_COUNTS) from None
+        raise Unrecheckable(recheck_text.RECHECK_COUNTS) from None
     if number < 0:
-        raise Unrecheckable(operator_text.RECHECK_COUNTS)
+        raise Unrecheckable(recheck_text.RECHECK_COUNTS)
     return number
 
 
 def _rebuilt_view(rec: _Record, event: Event, view: Any, step: Step) -> RunView:
     if not isinstance(view, dict):
-        raise Unrecheckable(operator_text.RECHECK_COUNTS)
+        raise Unrecheckable(recheck_text.RECHECK_COUNTS)
     run = _rebuilt_run(rec, view)
     n_steps, n_approvals = _count(view, "steps"), _count(view, "approvals")
     if n_approvals > MAX_APPROVALS:
-        raise Unrecheckable(operator_text.RECHECK_TOO_MANY_APPROVALS.format(count=n_approvals, limit=MAX_APPROVALS))
+        raise Unrecheckable(recheck_text.RECHECK_TOO_MANY_APPROVALS.format(count=n_approvals, limit=MAX_APPROVALS))
     earlier = sorted((s for s in rec.steps if s.idx < step.idx), key=lambda s: s.idx)
     if n_steps > len(earlier) or n_approvals > len(rec.approvals):
-        raise Unrecheckable(operator_text.RECHECK_COUNTS)
+        raise Unrecheckable(recheck_text.RECHECK_COUNTS)
     approvals = [_as_at(a, event, rec.decided.get(a.id, [])) for a in rec.approvals[:n_approvals]]
     context = view.get("context")  # budgets' spending and untrusted content, as read then
     return RunView(run, earlier[:n_steps], approvals, step, context if isinstance(context, dict) else None)
@@ -436,7 +435,7 @@ def _compare(
     recorded_outcome = ev.recorded.get("outcome")
     if isinstance(new, Exception):
         ev.rechecked = {"outcome": "policy error"}
-        ev.result, ev.detail = DIFFERENT, operator_text.RECHECK_POLICY_ERROR.format(error=new)
+        ev.result, ev.detail = DIFFERENT, recheck_text.RECHECK_POLICY_ERROR.format(error=new)
         return
     ev.rechecked = _summary(new.tree())
     if new.outcome != recorded_outcome:
@@ -450,12 +449,12 @@ def _compare(
     )
     ev.rechecked_hash = approval_hash(new.kind, new.capability, new.presentation, request.tree())
     if new.kind != payload.get("kind", ""):
-        ev.result, ev.detail = DIFFERENT, operator_text.RECHECK_KIND.format(new=new.kind, old=payload.get("kind", ""))
+        ev.result, ev.detail = DIFFERENT, recheck_text.RECHECK_KIND.format(new=new.kind, old=payload.get("kind", ""))
     elif ev.recorded_hash != ev.rechecked_hash:
         spec_changed = request.spec.spec_hash() != recorded_request.spec.spec_hash()
         ev.result, ev.detail = (
             DIFFERENT,
-            operator_text.RECHECK_HASH_SPEC if spec_changed else operator_text.RECHECK_HASH,
+            recheck_text.RECHECK_HASH_SPEC if spec_changed else recheck_text.RECHECK_HASH,
         )
 
 
@@ -463,9 +462,9 @@ def _recorded_invalid(ev: Evaluation, reason: str) -> None:
     """The recorded decision was refused as invalid: the same refusal now is "same"."""
     now_reason = ev.detail[len(POLICY_ERROR_PREFIX) :] if ev.detail.startswith(POLICY_ERROR_PREFIX) else ""
     if ev.result == DIFFERENT and now_reason == reason:
-        ev.result, ev.detail = SAME, operator_text.RECHECK_RECORDED_INVALID.format(reason=reason)
+        ev.result, ev.detail = SAME, recheck_text.RECHECK_RECORDED_INVALID.format(reason=reason)
     elif ev.result == SAME:
-        ev.result, ev.detail = DIFFERENT, operator_text.RECHECK_NOW_VALID.format(reason=reason)
+        ev.result, ev.detail = DIFFERENT, recheck_text.RECHECK_NOW_VALID.format(reason=reason)
 
 
 # ============================================================================ many runs
@@ -475,7 +474,7 @@ def run_ids(store: Store, session: str, limit: int) -> list[str]:
     try:
         found = store.index.run_ids(session, limit)
     except StoreUnavailable as err:
-        raise StoreError(operator_text.RECHECK_NO_INDEX.format(error=err)) from None
+        raise StoreError(recheck_text.RECHECK_NO_INDEX.format(error=err)) from None
     return list(dict.fromkeys(found))
 
 
@@ -493,7 +492,7 @@ def recheck_store(
         try:
             return [checker.run(options.run_id)]
         except NotFound as err:
-            raise StoreError(operator_text.RECHECK_RUN_ERROR.format(run_id=options.run_id, error=err)) from None
+            raise StoreError(recheck_text.RECHECK_RUN_ERROR.format(run_id=options.run_id, error=err)) from None
     reports = []
     for run_id in run_ids(store, options.session or config.session, options.limit):
         try:
@@ -501,5 +500,3 @@ def recheck_store(
         except NotFound:
             continue  # a run that never began
     return reports
-
-

@@ -11,7 +11,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentrt_proxy.text import escaping, operator_text
+from agentrt_proxy.text import escaping, recheck_text
 
 SAME = "same"
 DIFFERENT = "different"
@@ -44,8 +44,12 @@ class Evaluation:
         return self
 
     def json_tree(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"step_index": self.step_index, "step_id": self.step_id, "seq": self.seq,
-                               "tool": self.tool}
+        out: dict[str, Any] = {
+            "step_index": self.step_index,
+            "step_id": self.step_id,
+            "seq": self.seq,
+            "tool": self.tool,
+        }
         if self.on_resume:
             out["on_resume"] = True
         out["result"] = self.result
@@ -61,7 +65,7 @@ class Evaluation:
     def line(self) -> str:
         c = _cut
         mark = MARKS.get(self.result, "skipped")
-        where = operator_text.recheck_where(mark, self.step_index, self.seq, c(self.tool))
+        where = recheck_text.recheck_where(mark, self.step_index, self.seq, c(self.tool))
         if self.on_resume:
             where += " (on resume)"
         if self.result == SAME:
@@ -80,7 +84,7 @@ def _outcome(decision: dict[str, Any] | None) -> str:
 
 
 def _cut(value: str) -> str:
-    return escaping.clean(value, operator_text.RECHECK_MAX_TEXT)
+    return escaping.clean(value, recheck_text.RECHECK_MAX_TEXT)
 
 
 @dataclass
@@ -149,9 +153,12 @@ class RecheckReport:
     def render(self) -> str:
         c = _cut
         changed = [i for i in self.recorded_ids() if i != self.policy_id]
-        identity = operator_text.recheck_identity(self.identity, c(self.policy_id), [c(i) for i in changed])
-        lines = [operator_text.recheck_header(c(self.run_id), c(self.run_status), self.differences, self.rechecked,
-                                      identity, self.spec_source)]
+        identity = recheck_text.recheck_identity(self.identity, c(self.policy_id), [c(i) for i in changed])
+        lines = [
+            recheck_text.recheck_header(
+                c(self.run_id), c(self.run_status), self.differences, self.rechecked, identity, self.spec_source
+            )
+        ]
         ordered = [e for e in self.evaluations if e.result == DIFFERENT]
         ordered += [e for e in self.evaluations if e.result != DIFFERENT]
         lines += [e.line() for e in ordered]
@@ -170,4 +177,4 @@ def summary(reports: list[RecheckReport], policy_id: str) -> str:
     rechecked = sum(r.rechecked for r in reports)
     skipped = sum(r.not_recheckable for r in reports)
     differ = sum(1 for r in reports if not r.same)
-    return operator_text.recheck_summary(len(reports), policy_id, rechecked, skipped, differ)
+    return recheck_text.recheck_summary(len(reports), policy_id, rechecked, skipped, differ)

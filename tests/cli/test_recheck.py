@@ -26,7 +26,7 @@ from agentrt_proxy.gate import (
     offered_tools_from_config,
 )
 from agentrt_proxy.store import Store
-from agentrt_proxy.text import operator_text
+from agentrt_proxy.text import recheck_text
 from tests.conftest import target_env
 from tests.recheck_fixtures import (
     WRITER,
@@ -208,7 +208,7 @@ def test_the_text_names_each_evaluation_and_ends_with_the_summary_and_scope(
     assert " bank_pay (on resume): require_approval\n" in found.stdout
     assert found.stdout.endswith(
         f"\n\n3 run(s) re-checked under {policy_id}: 4 decision(s) re-checked, 0 not re-checkable and skipped; "
-        f"0 run(s) differ\n{operator_text.RECHECK_SCOPE}\n")
+        f"0 run(s) differ\n{recheck_text.RECHECK_SCOPE}\n")
 
 
 # ============================================================================ through the program

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from agentrt_proxy.cli.recheck_report import DIFFERENT
-from agentrt_proxy.text import operator_text
+from agentrt_proxy.text import recheck_text
 from agentrt_proxy.upstream import servers
 from tests.conftest import run_program
 from tests.recheck_fixtures import UPSTREAM_LANDED, bank_rules, policy_error_run, short_runs, write_config
@@ -25,7 +25,7 @@ def test_cli_recheck_prints_reports_summary_and_exit_codes(recorded: tuple[Path,
     assert same.returncode == 0, same.stderr
     assert "3 run(s) re-checked under agentrt-proxy/sha256:" in same.stdout
     assert ": 4 decision(s) re-checked, 0 not re-checkable and skipped; 0 run(s) differ\n" \
-           + operator_text.RECHECK_SCOPE in same.stdout
+           + recheck_text.RECHECK_SCOPE in same.stdout
     assert "DIFFERENT" not in same.stdout and "policy unchanged" in same.stdout
     assert "same      step 0 seq " in same.stdout
     denied = write_config(config_path.parent, bank_rules(), policy={"remote_mutation": "deny"}, name="deny.json")

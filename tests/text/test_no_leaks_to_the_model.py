@@ -45,6 +45,7 @@ OPERATOR_MODULES = {
     "cli_text": "the command line's own words: the scope statement, the usage, how to run the program",
     "console_text": "the operator's console: its terminal lines and its pages",
     "demo_text": "the demo's narration and the line it fails with, on the terminal that ran it",
+    "recheck_text": "what recheck reports to the operator who ran it: usage, scope, each run's lines",
     "escaping": "no sentences: the escaping that makes text safe to show",
     "oauth_text": "why an OAuth login, refresh or token file failed, and check's word on a token",
     "load_text": "check's and serve's report lines on a server's load, and why a server or its manifest cannot load",
