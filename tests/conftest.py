@@ -72,7 +72,7 @@ SOURCE_ONLY = {
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(
         "markers",
-        "program: runs the real program as a child process; also run against the built .pyz",
+        "program: runs the real program as a child process; also run against the built .pyz unless source_only",
     )
     config.addinivalue_line(
         "markers",
