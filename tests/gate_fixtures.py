@@ -1,12 +1,16 @@
-"""Shared helpers for the store, policy and gate tests: a fake clock, a fake tool, a gate."""
+"""Shared helpers for the store, policy and gate tests: a fake clock, a renewal timer driven by
+it, a fake tool, a gate."""
 
 from __future__ import annotations
 
+import heapq
+import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
 from agentrt_proxy import canonical
 from agentrt_proxy.gate import Gate, Limits, OfferedTool, ProxyPolicy, ToolRequest
+from agentrt_proxy.gate.leases import RENEWAL_THREAD, LeaseRenewals, RenewalTimer
 from agentrt_proxy.mcp import outcomes
 from agentrt_proxy.store import Store
 from agentrt_proxy.upstream import ToolSpec
@@ -29,6 +33,33 @@ class FakeClock:
 
     def advance(self, ns: int) -> None:
         self.now += ns
+
+
+class ManualTimer:
+    """Lease renewals that come due only when the test moves ``clock`` (``advance``): each due
+    renewal runs, in due order and on the test's own thread, with the clock set to its due time,
+    so what it writes is stamped as if that much time had passed."""
+
+    def __init__(self, clock: FakeClock) -> None:
+        self.clock = clock
+        self._due: list[tuple[int, int, LeaseRenewals]] = []
+        self._order = itertools.count()
+
+    def schedule(self, delay_s: float, renewals: LeaseRenewals) -> None:
+        heapq.heappush(self._due, (self.clock.now + round(delay_s * SECOND), next(self._order), renewals))
+
+    def advance(self, ns: int) -> None:
+        until = self.clock.now + ns
+        while self._due and self._due[0][0] <= until:
+            due, _, renewals = heapq.heappop(self._due)
+            self.clock.now = max(self.clock.now, due)
+            renewals.fire()
+        self.clock.now = until
+
+    @property
+    def pending(self) -> int:
+        """Renewals scheduled and not yet due."""
+        return len(self._due)
 
 
 @dataclass
@@ -66,10 +97,11 @@ def offered(fixed: dict[str, Any] | None = None, outcome: str | None = None) -> 
 
 
 def make_gate(store: Store, clock: FakeClock, policy: ProxyPolicy | None = None, lease_ttl: int = 30 * SECOND,
-              tools: list[ToolSpec] | None = None) -> Gate:
+              tools: list[ToolSpec] | None = None, wall: FakeClock | None = None,
+              renewal_timer: RenewalTimer = RENEWAL_THREAD) -> Gate:
     policy = policy or ProxyPolicy({}, offered(), "agentrt-proxy/sha256:test")
     return Gate(store, policy, tools or specs(), clock=clock, reconcile=policy.reconcile, lease_ttl=lease_ttl,
-                lease_owner="agentrt-proxy:test")
+                lease_owner="agentrt-proxy:test", wall=wall, renewal_timer=renewal_timer)
 
 
 def event_types(store: Store, run_id: str) -> list[str]:

@@ -19,7 +19,7 @@ import anyio
 from agentrt_proxy.canonical.clock import Clock
 from agentrt_proxy.gate.attempts import FAILURE_CANCELLED, KIND_INTERRUPTED, not_sent
 from agentrt_proxy.gate.dispatch import DispatchGate
-from agentrt_proxy.gate.leases import LeaseRenewals
+from agentrt_proxy.gate.leases import LeaseRenewals, RenewalTimer
 from agentrt_proxy.gate.model import (
     ENDED,
     EXECUTED,
@@ -73,6 +73,9 @@ class ExecutionGate(DispatchGate, Protocol):
 
     @property
     def lease_ttl(self) -> int: ...
+
+    @property
+    def renewal_timer(self) -> RenewalTimer: ...
 
     def lease_expiry(self) -> str: ...
 
@@ -212,7 +215,7 @@ class Execution:
         bound = request.spec.timeout / 1e9 + RECORD_GRACE_S
         renewals = LeaseRenewals(gate.lease_ttl / 3 / 1e9,
                                  lambda: gate.store.renew_lease(session.run_id, gate.owner, gate.lease_expiry()),
-                                 session.mark_lease_lost)
+                                 session.mark_lease_lost, gate.renewal_timer)
         outcome: outcomes.ToolOutcome
         try:
             with anyio.fail_after(bound):

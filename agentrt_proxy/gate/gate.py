@@ -3,8 +3,9 @@
 ``Gate.begin`` / ``Gate.attach`` open a ``Session`` (``session.py``) on a run under this gate's
 lease. The gate holds what every session shares: the store, the policy and its identity, the
 registered tools and their recorded specs, the two clocks (``clock``, the runtime's Now that
-stamps events and approvals; ``wall``, which alone stamps and judges leases), the lease's owner
-and time to live, and the runs this gate has a session open on.
+stamps events and approvals; ``wall``, which alone stamps and judges leases), what runs the
+lease renewals (``renewal_timer``), the lease's owner and time to live, and the runs this gate
+has a session open on.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from agentrt_proxy.canonical.encoder import Raw, go_json
 from agentrt_proxy.gate import attempts
 from agentrt_proxy.gate.arguments import validation_error
 from agentrt_proxy.gate.attach import attach
+from agentrt_proxy.gate.leases import RENEWAL_THREAD, RenewalTimer
 from agentrt_proxy.gate.model import (
     Decision,
     Limits,
@@ -44,7 +46,8 @@ Context = Callable[[ToolRequest], "Mapping[str, Any] | None"]
 class Gate:
     def __init__(self, store: Store, policy: Policy, tools: Sequence[ToolSpec], *, clock: Clock | None = None,
                  reconcile: Reconcile | None = None, lease_ttl: int = DEFAULT_LEASE_TTL_NS,
-                 lease_owner: str = "", wall: Clock | None = None, context: Context | None = None) -> None:
+                 lease_owner: str = "", wall: Clock | None = None, context: Context | None = None,
+                 renewal_timer: RenewalTimer = RENEWAL_THREAD) -> None:
         names = [t.name for t in tools]
         if len(set(names)) != len(names) or any(not n for n in names):
             raise ValueError(ERR_TOOL_NAMES)
@@ -57,6 +60,7 @@ class Gate:
         self.tools = {t.name: t for t in sorted(tools, key=lambda t: t.name)}
         self.clock: Clock = clock or WALL
         self.wall: Clock = wall or WALL
+        self.renewal_timer = renewal_timer
         self.reconcile = reconcile
         self.context = context
         self.lease_ttl = lease_ttl

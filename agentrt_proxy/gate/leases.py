@@ -9,6 +9,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from typing import Protocol
 
 import anyio
 
@@ -28,7 +29,16 @@ def check_lease(run: Run, owner: str, wall_ns: int) -> None:
         raise LeaseLost(ERR_LEASE_EXPIRED.format(run_id=run.id, at=run.lease_expires_at))
 
 
-class _RenewalClock:
+class RenewalTimer(Protocol):
+    """What runs a lease's renewals: ``schedule`` calls ``renewals.fire()`` once, ``delay_s``
+    from now, off the caller's stack. Production passes ``RENEWAL_THREAD``; a test passes a timer
+    whose time it moves by hand (``tests/gate_fixtures.ManualTimer``), and asserts on the
+    renewals written and the losses reported, not on time passing."""
+
+    def schedule(self, delay_s: float, renewals: LeaseRenewals) -> None: ...
+
+
+class RenewalThread:
     """One daemon thread that runs every due renewal of the process, in due order.
 
     Not the event loop: a message the loop is decoding, validating or canonicalising (a C call
@@ -67,30 +77,34 @@ class _RenewalClock:
                         continue
                     renewals = heapq.heappop(self._due)[2]
                     break
-            renewals._fire()
+            renewals.fire()
 
 
-_CLOCK = _RenewalClock()
+RENEWAL_THREAD: RenewalTimer = RenewalThread()
 
 
 class LeaseRenewals:
-    """Renew a lease every ``period_s`` while a tool runs, on the renewal thread (``_RenewalClock``).
+    """Renew a lease every ``period_s`` while a tool runs, on ``timer`` (``RENEWAL_THREAD``
+    unless a test passes its own).
 
     ``renew`` runs there (the store's lease connection, which any thread may use); answering
     False (another owner has the run) calls ``on_lost`` there too (so it must be safe from any
     thread: the session's sets a flag) and renews no more; a store error is retried at the next
     tick. ``stop`` waits for a renewal in flight, so no renewal outlives the call."""
 
-    def __init__(self, period_s: float, renew: Callable[[], bool], on_lost: Callable[[], None]) -> None:
+    def __init__(self, period_s: float, renew: Callable[[], bool], on_lost: Callable[[], None],
+                 timer: RenewalTimer = RENEWAL_THREAD) -> None:
         self._renew_once = renew
+        self._timer = timer
         self._on_lost = on_lost
         self._period = period_s
         self._state = threading.Condition()
         self._stopped = False
         self._renewing = False
-        _CLOCK.schedule(self._period, self)
+        timer.schedule(self._period, self)
 
-    def _fire(self) -> None:
+    def fire(self) -> None:
+        """One renewal, due now (the timer calls it)."""
         with self._state:
             if self._stopped:
                 return
@@ -108,7 +122,7 @@ class LeaseRenewals:
             self._renewing = False
             self._state.notify_all()
             if ok and not self._stopped:
-                _CLOCK.schedule(self._period, self)
+                self._timer.schedule(self._period, self)
 
     def _wait_idle(self) -> None:
         with self._state:

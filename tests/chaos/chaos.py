@@ -47,7 +47,9 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from agentrt_proxy.store import Store
+from agentrt_proxy.canonical.durations import parse_time
+from agentrt_proxy.store import RUNNING, Store
+from tests.waiting import until_sync
 
 LEASE_TTL = "3s"  # the shortest the configuration allows: a killed proxy's run is taken over soon
 ANSWER_TIMEOUT = 30.0
@@ -440,6 +442,18 @@ class Chaos:
                 return str(json.loads(step.decision_json)["args"]["to"])
         return ""
 
+    def leases_ran_out(self) -> bool:
+        """No running run's lease is live by the wall clock (the one clock leases are judged by)."""
+        store = self.read()
+        try:
+            with store.read() as c:
+                query = "SELECT lease_expires_at FROM runs WHERE status = ? AND lease_expires_at != ''"
+                ends = [row[0] for row in c.execute(query, (RUNNING,))]
+        finally:
+            store.close()
+        now = time.time_ns()
+        return all(now >= parse_time(end) for end in ends)
+
     def violations(self, text: str) -> None:
         self.figures.violations.append(text)
 
@@ -449,7 +463,7 @@ class Chaos:
         """Every request once more on a fresh proxy after the leases ran out; then every
         execution cut off with its outcome unknown must have an interruption approval."""
         self.stop()
-        time.sleep(3.5)  # LEASE_TTL: every killed proxy's lease has expired
+        until_sync("every killed proxy's lease to run out", self.leases_ran_out)
         host = self.proxy(0)
         for recipient in [f"r{i}" for i in range(1, self.next_recipient + 1)]:
             request_id = host.send_call(arguments_of(recipient))

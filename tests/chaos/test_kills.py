@@ -1,7 +1,7 @@
 """SIGKILL at random instants: no payment twice, none unapproved, every unknown outcome asked about.
 
 The harness is tests/chaos/chaos.py; bench/chaos.py runs it longer and prints the figures.
-CI runs at least 100 kills against the source tree and again against the built .pyz.
+CI runs at least 100 kills against the source tree (not again against the .pyz: tests/conftest.py SOURCE_ONLY).
 """
 
 from __future__ import annotations

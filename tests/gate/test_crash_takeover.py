@@ -13,9 +13,10 @@ from pathlib import Path
 import anyio
 import pytest
 
+from agentrt_proxy.canonical.durations import parse_time
 from agentrt_proxy.gate import Decision, ProxyPolicy, approvals
 from agentrt_proxy.store import RunLeased, Store
-from tests.gate_fixtures import LIMITS, SECOND, FakeTool, event_types, make_gate, offered
+from tests.gate_fixtures import LIMITS, SECOND, FakeClock, FakeTool, event_types, make_gate, offered
 
 CHILD = """
 import sys, time, anyio
@@ -54,11 +55,12 @@ def test_a_killed_call_is_taken_over_as_an_interrupted_side_effect_and_never_rer
     assert store.get_run("s.crash").status == "RUNNING"
     assert event_types(store, "s.crash")[-1] == "step.tool_started"  # committed before the tool ran
     policy = ProxyPolicy({"remote_mutation": "allow"}, offered(), "p")
-    gate = make_gate(store, WallClock(), policy, lease_ttl=3 * SECOND)
+    wall = FakeClock(time.time_ns())  # the wall clock, from now on moved by hand
+    gate = make_gate(store, WallClock(), policy, lease_ttl=3 * SECOND, wall=wall)
     with pytest.raises(RunLeased):
         gate.attach("s.crash")  # the dead process's lease is still live
 
-    time.sleep(3.2)
+    wall.now = parse_time(store.get_run("s.crash").lease_expires_at)  # the dead process's lease runs out
     sess, verdict = gate.attach("s.crash")
     assert sess is None and verdict.outcome == "pending"
     assert verdict.approval.kind == "interrupted_side_effect"
@@ -84,8 +86,6 @@ def test_a_killed_call_is_taken_over_as_an_interrupted_side_effect_and_never_rer
 
 def test_a_read_cut_off_continues_and_the_proxy_ends_it(tmp_path: Path) -> None:
     store = Store.open(str(tmp_path / "a.db"))
-    from tests.gate_fixtures import FakeClock
-
     gate = make_gate(store, FakeClock(), lease_ttl=3 * SECOND)
     sess = gate.begin("s.1", "call bank_balance", LIMITS)
     sess.step()

@@ -14,7 +14,7 @@ from agentrt_proxy.canonical.durations import parse_time
 from agentrt_proxy.gate import Decision, ProxyPolicy, approvals
 from agentrt_proxy.mcp import outcomes
 from agentrt_proxy.store import ApprovalExpired, Store
-from tests.gate_fixtures import LIMITS, SECOND, FakeClock, FakeTool, event_types, make_gate, offered
+from tests.gate_fixtures import LIMITS, SECOND, FakeClock, FakeTool, ManualTimer, event_types, make_gate, offered
 
 PAY = '{"to":"bob","amount":25}'
 
@@ -236,29 +236,33 @@ def test_results_are_recorded_even_when_the_caller_is_cancelled(store: Store) ->
 
 
 def test_a_call_longer_than_the_lease_keeps_its_lease_and_completes(store: Store) -> None:
-    sess = make_gate(store, FakeClock(), lease_ttl=SECOND // 2).begin("s.1", "call bank_note", LIMITS)
+    wall = FakeClock()
+    timer = ManualTimer(wall)
+    ttl = 3 * SECOND
+    sess = make_gate(store, FakeClock(), lease_ttl=ttl, wall=wall, renewal_timer=timer).begin(
+        "s.1", "call bank_note", LIMITS)
     sess.step()
     sess.propose(call("bank_note", "{}"))
-    first = store.get_run("s.1").lease_expires_at
-    seen: list[str] = []
+    seen = [store.get_run("s.1").lease_expires_at]
 
     async def long_call(_request):
-        for _ in range(6):  # 1.2 s: more than twice the lease
-            await anyio.sleep(0.2)
+        for _ in range(3):  # 3 s of the wall clock: the whole lease, renewed every second
+            timer.advance(ttl // 3)
             seen.append(store.get_run("s.1").lease_expires_at)
         return outcomes.Result("done", "done", "bank/note: 4 bytes", False, False)
 
     verdict = anyio.run(sess.execute, long_call)
     assert verdict.observation is not None and verdict.observation.kind == "tool_result"
     assert not sess.lease_lost
-    renewed = [parse_time(at) for at in seen]
-    # Renewed every ttl/3 while the tool ran: never past its expiry, and pushed forward.
-    assert len(set(seen)) >= 3 and max(renewed) > parse_time(first)
+    # Renewed every ttl/3 while the tool ran, each time to a full ttl from the renewal.
+    assert [parse_time(at) - parse_time(seen[0]) for at in seen] == [0, SECOND, 2 * SECOND, 3 * SECOND]
     assert store.get_run("s.1").status == "COMPLETED"
 
 
 def test_no_lease_renewal_outlives_a_call(store: Store) -> None:
-    gate = make_gate(store, FakeClock(), lease_ttl=SECOND // 2)
+    wall = FakeClock()
+    timer = ManualTimer(wall)
+    gate = make_gate(store, FakeClock(), lease_ttl=3 * SECOND, wall=wall, renewal_timer=timer)
     sess = gate.begin("s.1", "call bank_note", LIMITS)
     sess.step()
     sess.propose(call("bank_note", "{}"))
@@ -266,14 +270,13 @@ def test_no_lease_renewal_outlives_a_call(store: Store) -> None:
     async def quick(_request):
         return outcomes.Result("done", "done", "bank/note: 4 bytes", False, False)
 
-    async def main() -> None:
-        await sess.execute(quick)
-        sess.close()
-        await anyio.sleep(0.5)  # three renewal periods after the call
-
-    anyio.run(main)
+    anyio.run(sess.execute, quick)
+    sess.close()
+    assert timer.pending == 1  # the first renewal, scheduled as the call began
+    timer.advance(3 * SECOND)  # three renewal periods after the call
     run = store.get_run("s.1")
     assert run.lease_owner == "" and run.lease_expires_at == ""
+    assert timer.pending == 0  # it came due, renewed nothing and scheduled no other
 
 
 def test_every_run_names_tool_specs_that_are_stored_even_after_a_rolled_back_begin(store: Store) -> None:

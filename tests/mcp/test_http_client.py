@@ -22,6 +22,7 @@ from agentrt_proxy.mcp import ConnectError, ServerSpec, _http_pool, open_connect
 from agentrt_proxy.mcp._http import HTTPTransport
 from agentrt_proxy.mcp.errors import NotSentError, TransportError
 from agentrt_proxy.mcp.outcomes import HttpStatus, NoAnswer, NotSent, Result
+from tests.waiting import until as eventually
 
 pytestmark = pytest.mark.anyio
 
@@ -549,12 +550,6 @@ def sse_head(h: BaseHTTPRequestHandler) -> None:
 def event(message: dict[str, Any], event_id: str | None = None) -> bytes:
     head = f"id: {event_id}\n" if event_id is not None else ""
     return f"{head}event: message\ndata: {json.dumps(message)}\n\n".encode()
-
-
-async def eventually(what: str, predicate: Callable[[], bool], timeout: float = 5) -> None:
-    with anyio.fail_after(timeout):
-        while not predicate():
-            await anyio.sleep(0.02)
 
 
 LIST_CHANGED = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}

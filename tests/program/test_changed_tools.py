@@ -23,6 +23,7 @@ from mcp.client.stdio import stdio_client
 
 from tests.conftest import REPO_ROOT, run_program
 from tests.harness import is_error, text_of
+from tests.waiting import until
 
 pytestmark = [pytest.mark.program, pytest.mark.anyio, pytest.mark.timeout(120)]
 
@@ -138,7 +139,7 @@ async def test_a_listing_that_changed_nothing_offered_changes_nothing_and_notifi
     config = changing_config(tmp_path)
     async with host(program_argv, program_env, config) as (session, notes):
         assert text_of(await session.call_tool("wx_flip", {"variant": "pinned"})) == "flipped"
-        await anyio.sleep(1)  # the proxy has listed again meanwhile
+        await until("the proxy's next tools/list", lambda: calls(tmp_path, lists=True)[-1] == "(tools/list)")
         assert await names(session) == ["gate_status", "wx_flip", "wx_weather"]
         assert text_of(await session.call_tool("wx_weather", {"city": "Oslo"})) == "sunny"
     assert "notifications/tools/list_changed" not in notes.methods

@@ -39,6 +39,7 @@ from agentrt_proxy.store import Store
 from agentrt_proxy.testing.fakebank import count_payments
 from tests.conftest import REPO_ROOT, run_program
 from tests.harness import is_error, text_of
+from tests.waiting import until
 
 pytestmark = [pytest.mark.program, pytest.mark.anyio, pytest.mark.timeout(90)]
 
@@ -123,11 +124,7 @@ class World:
         await self.decide("reject", approval, note)
 
     async def wait_for(self, what: str, predicate: Any, timeout: float = 15) -> None:
-        deadline = time.monotonic() + timeout
-        while not predicate():
-            if time.monotonic() > deadline:
-                raise AssertionError(f"timed out waiting for {what}")
-            await anyio.sleep(0.02)
+        await until(what, predicate, timeout)
 
     def executing_run(self) -> Any:
         running = [r for r in self.runs() if r.status == "RUNNING"]

@@ -28,6 +28,7 @@ from agentrt_proxy.text.model_text import progress_waiting
 from tests.conftest import REPO_ROOT, run_program
 from tests.harness import is_error, text_of
 from tests.program.test_node_peers import node_bin
+from tests.waiting import until
 
 pytestmark = [
     pytest.mark.program,
@@ -106,9 +107,7 @@ class Heard:
         self.logs.append(params)
 
     async def wait_logs(self, count: int, timeout: float = 15) -> None:
-        with anyio.fail_after(timeout):
-            while len(self.logs) < count:
-                await anyio.sleep(0.02)
+        await until(f"{count} log messages", lambda: len(self.logs) >= count, timeout)
 
 
 @asynccontextmanager
@@ -269,9 +268,8 @@ async def test_a_held_calls_progress_then_its_servers_reach_the_host_under_one_t
                                                   progress_callback=on_progress))  # fmt: skip
 
         tg.start_soon(call)
-        with anyio.fail_after(20):
-            while len(steps) < 2:  # the hold tells the host it waits, once a second
-                await anyio.sleep(0.05)
+        # the hold tells the host it waits, once a second
+        await until("two progress notifications", lambda: len(steps) >= 2, 20)
         approval = pending_approval(tmp_path / "proxy.db")
         assert approval is not None
         args = ["approve", "-db", str(tmp_path / "proxy.db"), approval.run_id, "-approval", approval.id,

@@ -18,6 +18,7 @@ import pytest
 
 from tests.conftest import run_program
 from tests.harness import DEFAULT_RULES, Harness, is_error, proxy_harness, text_of
+from tests.waiting import until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
 
@@ -48,9 +49,7 @@ async def pay_through_a_lock(h: Harness, seconds: float) -> Any:
 
     async with anyio.create_task_group() as tg:
         tg.start_soon(pay)
-        with anyio.fail_after(10):
-            while h.payments() == 0:
-                await anyio.sleep(0.01)
+        await until("the payment at the bank", lambda: h.payments() > 0, 10)
         with write_lock(h):
             (h.directory / "ledger.release").write_text("")
             await anyio.sleep(seconds)
@@ -108,9 +107,7 @@ async def test_an_outcome_refused_past_the_lease_is_kept_recorded_late_and_never
         (refused,) = [line for line in h.stderr if "could not be recorded" in line]
         assert "a call to bank_pay executed (its server answered)" in refused, refused
         # The lock is gone: what the proxy kept is recorded on the run, late, changing no row.
-        with anyio.fail_after(20):
-            while not late_outcomes(h):
-                await anyio.sleep(0.1)
+        await until("a late outcome recorded", lambda: late_outcomes(h), 20)
         [(run_id, payload)] = late_outcomes(h)
         assert payload["observation"]["kind"] == "tool_result" and payload["not_recorded"] is True
         assert any(f"run {run_id}: the outcome of the call to bank_pay is recorded now" in line for line in h.stderr)

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 
 from agentrt_proxy.mcp import CallContext
 from agentrt_proxy.proxy.progress import HOLD, UPSTREAM, ProgressMerge, ProgressRelay, ProgressStep
+from tests.waiting import until
 
 
 @pytest.fixture
@@ -162,14 +163,14 @@ async def test_nothing_is_sent_once_the_host_cancelled_or_the_call_answered() ->
 
     async def body() -> None:
         on_progress(1.0, None, None)
-        await anyio.sleep(0.05)
+        await until("the first step written", lambda: len(session.sent) == 1)
         ctx.cancelled.set()
         on_progress(2.0, None, None)
 
     async with relay.relaying():
         await body()
     on_progress(3.0, None, None)  # after the answer: dropped
-    await anyio.sleep(0.05)
+    await anyio.wait_all_tasks_blocked()  # anything still able to send has sent by now
     assert [m["params"]["progress"] for m in session.sent] == [1]
 
 

@@ -25,6 +25,7 @@ from agentrt_proxy.proxy.session import Proxy
 from agentrt_proxy.store import Store
 from agentrt_proxy.text import model_text
 from tests.harness import DEFAULT_RULES, REPO, is_error, pin, proxy_harness, text_of, write_config
+from tests.waiting import until
 
 pytestmark = pytest.mark.anyio
 
@@ -199,8 +200,7 @@ async def test_approved_within_the_hold_completes_in_one_call(tmp_path: Path) ->
         began = anyio.current_time()
 
         async def operator() -> None:
-            while not _pending_now(h):
-                await anyio.sleep(0.02)
+            await until("a pending approval", lambda: _pending_now(h))
             await anyio.sleep(max(0.0, began + 1.5 - anyio.current_time()))
             h.approve(h.pending()[0].id)
 
@@ -387,9 +387,7 @@ async def test_a_host_cancel_lets_the_call_finish(tmp_path: Path) -> None:
     async with proxy_harness(tmp_path, rules=rules_with(pay={"outcome": "allow"})) as h:
         with pytest.raises(Exception):  # noqa: B017 - the SDK's timeout error
             await h.call("bank_pay", kim, read_timeout_seconds=0.3)
-        with anyio.fail_after(10):
-            while not (h.runs() and h.runs()[0].status == "COMPLETED"):
-                await anyio.sleep(0.05)
+        await until("the run completed", lambda: h.runs() and h.runs()[0].status == "COMPLETED", 10)
         again = await h.call("bank_pay", kim)
         assert is_error(again)
         assert text_of(again).startswith("DUPLICATE:")

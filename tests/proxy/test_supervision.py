@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import signal
 import sys
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ from agentrt_proxy.config import load_config
 from agentrt_proxy.testing.fakebank import count_payments
 from agentrt_proxy.upstream import Supervision
 from tests.harness import DEFAULT_RULES, REPO, Harness, is_error, pin, proxy_harness, text_of, write_config
+from tests.waiting import until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
 
@@ -82,12 +82,6 @@ def set_gate(directory: Path, name: str, text: str | None) -> None:
 
 def lines(h: Harness, needle: str) -> list[str]:
     return [line for line in h.stderr if needle in line]
-
-
-async def until(what: str, predicate: Callable[[], bool], timeout: float = 20) -> None:
-    with anyio.fail_after(timeout):
-        while not predicate():
-            await anyio.sleep(0.01)
 
 
 async def kill_bank(h: Harness, index: int = 0) -> int:

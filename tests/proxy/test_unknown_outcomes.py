@@ -23,6 +23,7 @@ from agentrt_proxy.store import LeaseLost, RunStateError
 from agentrt_proxy.text.operator_text import CLOSE_NOT_SENT
 from agentrt_proxy.upstream import Supervision, known_answer_pattern
 from tests.harness import DEFAULT_RULES, Harness, draw_run_ids, is_error, proxy_harness, text_of
+from tests.waiting import until
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
 
@@ -418,12 +419,10 @@ async def kill_upstream(h: Harness) -> None:
     import os
     import signal
 
-    import anyio
 
     os.kill(h.upstream_pid(), signal.SIGKILL)
-    with anyio.fail_after(10):  # the proxy sees the server's end (its stdout closes)
-        while h.proxy.runtime.opened.connections[0].connection.alive:
-            await anyio.sleep(0.01)
+    # the proxy sees the server's end (its stdout closes)
+    await until("the server's end", lambda: not h.proxy.runtime.opened.connections[0].connection.alive, 10)
 
 
 async def never(seconds: float) -> None:

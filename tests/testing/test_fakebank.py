@@ -14,6 +14,7 @@ import pytest
 from mcp import Client, StdioServerParameters
 
 from agentrt_proxy.testing.fakebank import count_payments
+from tests.waiting import until
 
 pytestmark = pytest.mark.anyio
 
@@ -84,9 +85,7 @@ async def test_the_ledger_line_is_written_before_the_answer(tmp_path: Path) -> N
 
     async with Client(bank_params(ledger), mode="legacy") as client, anyio.create_task_group() as tg:
         tg.start_soon(pay, client)
-        with anyio.fail_after(5):
-            while count_payments(ledger) == 0:
-                await anyio.sleep(0.02)
+        await until("the payment in the ledger", lambda: count_payments(ledger) > 0)
         await anyio.sleep(0.1)
         assert not answered.is_set()  # recorded, yet unanswered until the release file appears
         Path(f"{ledger}.release").touch()

@@ -7,12 +7,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 
 from agentrt_proxy.mcp import ServerSpec, open_connection
 from agentrt_proxy.mcp.levels import LOG_LEVELS
 from agentrt_proxy.upstream.notes import ServerNotes, host_log_params
+from tests.waiting import until
 
 NOTES = str(Path(__file__).resolve().parents[1] / "fixtures" / "notes_server.py")
 SECOND = 1_000_000_000
@@ -60,9 +60,7 @@ async def test_a_connections_log_messages_and_changed_list_are_relayed(tmp_path:
         notes.attach("docs", conn)  # the configuration's name, whatever the wire calls it
         await conn.call_tool("log", "{}", 10 * SECOND)
         await conn.call_tool("change", "{}", 10 * SECOND)
-        with anyio.fail_after(5):
-            while len(host.sent) < len(LOG_LEVELS):
-                await anyio.sleep(0.01)
+        await until("every log level relayed", lambda: len(host.sent) >= len(LOG_LEVELS))
     assert host.sent == [
         ("notifications/message", {"level": level, "logger": "docs/core", "data": {"n": n}})
         for n, level in enumerate(LOG_LEVELS)
@@ -95,7 +93,5 @@ async def test_a_message_json_cannot_carry_is_dropped_alone() -> None:
     notes.attach("fs", conn)
     for data in ("one", "bad", "two"):
         conn.notification_handlers["notifications/message"](Note(data))
-    with anyio.fail_after(5):
-        while len(host.sent) < 2:
-            await anyio.sleep(0.01)
+    await until("two notes relayed", lambda: len(host.sent) >= 2)
     assert [params["data"] for _method, params in host.sent] == ["one", "two"]

@@ -15,7 +15,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 
 from agentrt_proxy.config import ServerConfig
@@ -23,6 +22,7 @@ from agentrt_proxy.mcp import ServerSpec, child_env, open_connection
 from agentrt_proxy.mcp import spawn as early
 from tests.conftest import checked_target, target_argv, target_env
 from tests.processes import alive
+from tests.waiting import until, until_sync
 
 RAW_SERVER = Path(__file__).resolve().parents[1] / "fixtures" / "raw_server.py"
 
@@ -143,9 +143,7 @@ def test_start_early_then_kill_unadopted_kills_the_group(tmp_path: Path) -> None
     )
     early.start_early([server])
     try:
-        deadline = time.monotonic() + 10
-        while not pids_file.exists() and time.monotonic() < deadline:
-            time.sleep(0.02)
+        until_sync("the stubborn server's pids file", pids_file.exists, 10)
         # another command or environment is not this process: not adopted
         assert early.adopt("s", [sys.executable, "other"], child_env(ServerSpec("s", command=("x",)))) is None
         assert early.adopt("s", list(server.command or ()), {"PATH": "/nowhere"}) is None
@@ -171,9 +169,7 @@ async def test_the_transport_adopts_the_early_process(tmp_path: Path) -> None:
             assert conn._transport.pid == started.pid  # type: ignore[attr-defined]
             assert "raw" not in early._early
             assert [t.name for t in conn.tools][:2] == ["echo", "hang"]
-        with anyio.fail_after(5):
-            while started.poll() is None:
-                await anyio.sleep(0.01)
+        await until("the adopted process's end", lambda: started.poll() is not None, 5)
     finally:
         early.kill_unadopted()
     assert started.returncode is not None
