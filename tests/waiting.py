@@ -8,8 +8,11 @@ where a test shows that something does NOT happen."""
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import anyio
 
@@ -37,3 +40,21 @@ def until_sync(what: str, holds: Callable[[], object], timeout: float = PATIENCE
         if time.monotonic() > deadline:
             raise _timed_out(what, timeout)
         time.sleep(POLL_S)
+
+
+def has_schema(database: Path) -> bool:
+    """The file exists and serve's migrations are committed (its events table is there)."""
+    if not database.exists():
+        return False
+    try:
+        with contextlib.closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True)) as db:
+            return db.execute("SELECT 1 FROM sqlite_master WHERE name = 'events'").fetchone() is not None
+    except sqlite3.Error:
+        return False
+
+
+def until_served(database: Path | str, timeout: float = PATIENCE_S) -> None:
+    """Until serve has made its database: it answers ``initialize`` before it opens the store, and
+    the operator's commands refuse a database that does not exist or was never migrated."""
+    path = Path(database)
+    until_sync(f"serve to create {path}", lambda: has_schema(path), timeout)

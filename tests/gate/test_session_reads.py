@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from agentrt_proxy.gate import session as gate_mod
+from agentrt_proxy.proxy.tasks import TaskBook
 from agentrt_proxy.store import Tx
 from agentrt_proxy.store import store as store_mod
 from tests.harness import is_error, proxy_harness, text_of
@@ -63,6 +64,13 @@ async def test_an_allowed_read_costs_thirty_statements_and_an_allowed_payment_th
         return conn
 
     monkeypatch.setattr(store_mod, "_connect", connect)
+
+    async def no_tick(self: TaskBook) -> None:
+        """The task owner's loop reads its table every half second: a read landing inside a
+        measured call holds the process's lock, the call's write falls back to a worker thread
+        (no busy_timeout pair), and the count says 29. Only the call's own statements count."""
+
+    monkeypatch.setattr(TaskBook, "_tick_once", no_tick)
     async with proxy_harness(tmp_path, rules=RULES) as h:
         await h.call("bank_balance", {"account": "A-0"})
         del statements[:]

@@ -22,6 +22,7 @@ from tests.console_fixtures import Running, console
 from tests.harness import is_error, text_of
 from tests.program.test_serve_process import World, prefix, proxy, world
 from tests.program.test_watch import stub, wait_lines
+from tests.waiting import until_served
 
 CHROMIUM = "/usr/bin/chromium"
 pytestmark = [
@@ -75,6 +76,7 @@ def approval_row(w: World) -> Any:
 @asynccontextmanager
 async def scene(tmp_path: Path, argv: list[str], env: dict[str, str]) -> AsyncIterator[tuple[World, Any, Running]]:
     async with world(tmp_path, argv, env) as w, proxy(w) as host:
+        until_served(w.db)  # serve opens its database after initialize; the console refuses none
         with console(argv, env, w.config) as c:
             yield w, host, c
 

@@ -8,11 +8,9 @@ fake bank's ledger.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import queue
-import sqlite3
 import subprocess
 import threading
 import time
@@ -25,7 +23,7 @@ import pytest
 
 from tests.harness import text_of
 from tests.program.test_serve_process import prefix, proxy, world
-from tests.waiting import until_sync
+from tests.waiting import until_served
 
 pytestmark = [pytest.mark.program, pytest.mark.anyio, pytest.mark.timeout(90)]
 
@@ -59,8 +57,7 @@ def watching(argv: list[str], env: dict[str, str], *args: str) -> Iterator[Lines
     # serve answers initialize before it opens its database (the cold start), and watch refuses
     # a database that does not exist: start watching once serve has made it.
     if "-db" in args:
-        database = Path(args[args.index("-db") + 1])
-        until_sync(f"serve to create {database}", lambda: has_schema(database))
+        until_served(args[args.index("-db") + 1])
     process = subprocess.Popen(
         [*argv, "watch", *args],
         stdout=subprocess.PIPE,
@@ -74,17 +71,6 @@ def watching(argv: list[str], env: dict[str, str], *args: str) -> Iterator[Lines
     finally:
         process.terminate()
         process.wait(timeout=10)
-
-
-def has_schema(database: Path) -> bool:
-    """The file exists and serve's migrations are committed (its events table is there)."""
-    if not database.exists():
-        return False
-    try:
-        with contextlib.closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True)) as db:
-            return db.execute("SELECT 1 FROM sqlite_master WHERE name = 'events'").fetchone() is not None
-    except sqlite3.Error:
-        return False
 
 
 def stub(directory: Path, name: str) -> Path:

@@ -18,6 +18,7 @@ import pytest
 
 from tests.harness import is_error, text_of
 from tests.program.test_serve_process import prefix, proxy, world
+from tests.waiting import until_served
 
 TMUX = shutil.which("tmux")
 pytestmark = [
@@ -77,6 +78,7 @@ async def test_watch_in_a_terminal_approves_with_a_and_y_and_rejects_with_r_and_
 ) -> None:
     nina = {"to": "nina", "amount": 12}
     async with world(tmp_path, program_argv, program_env) as w, proxy(w) as host:
+        until_served(w.db)
         with pane(tmp_path, [*program_argv, "watch", "-db", w.db], program_env) as p:
             await p.shows("nothing waits for you", within=10)  # the program's start, not a change
             assert prefix(await host.call("bank_pay", nina)) == "PENDING_APPROVAL"
