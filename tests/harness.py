@@ -29,7 +29,7 @@ from mcp.shared.message import SessionMessage
 from agentrt_proxy.config import Config, load_config
 from agentrt_proxy.gate import approvals
 from agentrt_proxy.mcp import ServerSession
-from agentrt_proxy.proxy.runtime import open_runtime
+from agentrt_proxy.proxy._runtime import open_runtime
 from agentrt_proxy.proxy.session import SERVER_INFO, Proxy, run_session
 from agentrt_proxy.store import Store
 from agentrt_proxy.testing import fakebank

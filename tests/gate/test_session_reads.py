@@ -12,10 +12,10 @@ from typing import Any
 
 import pytest
 
-from agentrt_proxy.gate import session as gate_mod
-from agentrt_proxy.proxy.tasks import TaskBook
+from agentrt_proxy.gate import _session as gate_mod
+from agentrt_proxy.proxy._tasks import TaskBook
 from agentrt_proxy.store import Tx
-from agentrt_proxy.store import store as store_mod
+from agentrt_proxy.store import _store as store_mod
 from tests.harness import is_error, proxy_harness, text_of
 
 RULES = {"balance": {"side_effect": "read_only", "timeout": "10s"},

@@ -1,4 +1,4 @@
-"""Races of a task's driver (proxy/tasks.py) with the host's ``tasks/cancel`` (task_requests.py), made certain.
+"""Races of a task's driver (proxy/_tasks.py) with the host's ``tasks/cancel`` (_task_requests.py), made certain.
 
 In the real program the window is a few milliseconds: the cancel rejects the approval in the
 host's name, then ends the task. A driver that sees the rejection in between decides again and
@@ -15,7 +15,7 @@ from typing import Any
 import anyio
 import pytest
 
-from agentrt_proxy.proxy import tasks as proxy_tasks
+from agentrt_proxy.proxy import _tasks as proxy_tasks
 from agentrt_proxy.store import ERA_2025, TASK_CANCELLED
 from tests.harness import proxy_harness
 
