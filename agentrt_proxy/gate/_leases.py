@@ -29,6 +29,9 @@ def check_lease(run: Run, owner: str, wall_ns: int) -> None:
         raise LeaseLost(ERR_LEASE_EXPIRED.format(run_id=run.id, at=run.lease_expires_at))
 
 
+DROP_WITHDRAWN_AT = 64  # stopped renewals' entries the renewal thread holds before it drops them
+
+
 class RenewalTimer(Protocol):
     """What runs a lease's renewals: ``schedule`` calls ``renewals.fire()`` once, ``delay_s``
     from now, off the caller's stack. Production passes ``RENEWAL_THREAD``; a test passes a timer
@@ -36,6 +39,9 @@ class RenewalTimer(Protocol):
     renewals written and the losses reported, not on time passing."""
 
     def schedule(self, delay_s: float, renewals: LeaseRenewals) -> None: ...
+
+    def withdraw(self, renewals: LeaseRenewals) -> None:
+        """``renewals`` stopped: whatever it has scheduled will do nothing, and may be let go."""
 
 
 class RenewalThread:
@@ -45,14 +51,21 @@ class RenewalThread:
     that holds the loop for as long as it runs) would hold a ``call_later`` timer with it, and a
     lease renewed late is a run another proxy takes over while its tool runs (SECURITY.md).
     A thread of its own only waits for the GIL, which no single step of the proxy holds for long
-    (a message's size and value count are bounded before it is decoded). A call that ends before
-    its first renewal costs one heap entry, dropped when it comes due."""
+    (a message's size and value count are bounded before it is decoded).
+
+    A call that ends before its first renewal leaves its entry behind, and the entry holds the
+    call's whole session until it comes due (a third of the lease, 10 s by default): at 500 calls
+    a second, 5,000 sessions, most of the proxy's growth over a busy minute. ``withdraw`` lets
+    them go in bulk: once the entries withdrawn are as many as the rest (and at least
+    ``DROP_WITHDRAWN_AT``), the heap is rebuilt without them, so each call pays O(1) on average
+    and at most about as many stopped entries as live ones wait."""
 
     def __init__(self) -> None:
         self._cond = threading.Condition()
         self._due: list[tuple[float, int, LeaseRenewals]] = []
         self._order = itertools.count()
         self._thread: threading.Thread | None = None
+        self._withdrawn = 0  # entries of stopped renewals still in _due (at most: some were due already)
 
     def schedule(self, delay_s: float, renewals: LeaseRenewals) -> None:
         with self._cond:
@@ -63,6 +76,14 @@ class RenewalThread:
                 self._thread.start()
             elif self._due[0] is entry:
                 self._cond.notify()
+
+    def withdraw(self, renewals: LeaseRenewals) -> None:
+        with self._cond:
+            self._withdrawn += 1
+            if self._withdrawn >= DROP_WITHDRAWN_AT and 2 * self._withdrawn >= len(self._due):
+                self._due = [entry for entry in self._due if not entry[2].stopped]
+                heapq.heapify(self._due)
+                self._withdrawn = 0
 
     def _run(self) -> None:
         while True:
@@ -129,10 +150,15 @@ class LeaseRenewals:
             while self._renewing:
                 self._state.wait()
 
+    @property
+    def stopped(self) -> bool:
+        return self._stopped
+
     async def stop(self) -> None:
         with self._state:
             self._stopped = True
             renewing = self._renewing
+        self._timer.withdraw(self)
         if renewing:
             with anyio.CancelScope(shield=True):
                 await anyio.to_thread.run_sync(self._wait_idle)

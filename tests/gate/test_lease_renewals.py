@@ -6,12 +6,14 @@ renewal behind."""
 
 from __future__ import annotations
 
+import gc
 import threading
+import weakref
 
 import pytest
 
 from agentrt_proxy.errors import StoreUnavailable
-from agentrt_proxy.gate._leases import LeaseRenewals
+from agentrt_proxy.gate._leases import DROP_WITHDRAWN_AT, LeaseRenewals
 from tests.gate_fixtures import SECOND, FakeClock, ManualTimer
 
 pytestmark = pytest.mark.anyio
@@ -78,3 +80,23 @@ async def test_no_renewal_runs_after_stop() -> None:
     await renewals.stop()
     timer.advance(10 * PERIOD_S * SECOND)
     assert calls == [] and timer.pending == 0
+
+
+async def test_a_stopped_renewal_lets_its_call_go_before_its_entry_comes_due() -> None:
+    # The production timer, and a period no test waits for: what a stopped renewal's entry held
+    # (the call's session, through ``renew``) must be freed long before the entry comes due.
+    class CallState:
+        pass
+
+    held: list[weakref.ref[CallState]] = []
+    stopped = []
+    for _ in range(3 * DROP_WITHDRAWN_AT):
+        state = CallState()
+        held.append(weakref.ref(state))
+        renewals = LeaseRenewals(3600, lambda state=state: state is not None, lambda: None)
+        await renewals.stop()
+        stopped.append(renewals)
+    del state, renewals, stopped
+    gc.collect()
+    still_held = sum(ref() is not None for ref in held)
+    assert still_held < DROP_WITHDRAWN_AT  # at most the entries not yet dropped in bulk
