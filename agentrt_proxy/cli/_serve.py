@@ -3,8 +3,10 @@
 Opening order (proxy-and-mcp-module §2.12, decision 0007): the configuration, the
 database file check and the reach check; then every stdio server's process is started,
 before anyio, asyncio and the protocol code are imported, so the servers' own
-start overlaps the proxy's; then the event loop runs the session (``serve_session``),
-whose stdio transports adopt those processes. Whatever was started and not adopted is
+start overlaps the proxy's; then, before anyio loads, stdin's first line is answered if it
+is ``initialize`` (``proxy.early``, decision 0024); then the event loop runs the session
+(``proxy.session.serve``), which goes on from there and whose stdio transports adopt those
+processes. Whatever was started and not adopted is
 killed with its process group before ``command`` returns.
 """
 
@@ -35,10 +37,13 @@ def command(argv: list[str]) -> int:
 
     try:
         start_early(config.servers)
+        from agentrt_proxy.proxy.early import answer_early
+
+        early = answer_early(config)  # initialize answered before anyio loads (decision 0024)
         import anyio
 
         from agentrt_proxy.proxy.session import serve
 
-        return anyio.run(serve, config)
+        return anyio.run(serve, config, early)
     finally:
         kill_unadopted()

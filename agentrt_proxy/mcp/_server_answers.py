@@ -16,7 +16,7 @@ from typing import Any, Protocol
 import anyio
 
 from agentrt_proxy.mcp import _messages as M
-from agentrt_proxy.mcp import jsonrpc, modern, tasks_wire
+from agentrt_proxy.mcp import handshake, jsonrpc, modern, tasks_wire
 from agentrt_proxy.mcp._host_requests import HostRequests
 from agentrt_proxy.mcp._server_listen import listen
 from agentrt_proxy.mcp._serving import (
@@ -24,7 +24,6 @@ from agentrt_proxy.mcp._serving import (
     CallContext,
     JsonRpcError,
     ToolHandler,
-    negotiate_version,
     raw_arguments,
     rejected,
 )
@@ -187,36 +186,25 @@ class Answering:
         """Whether this handshake session speaks 2025-11-25's tasks (the one revision that has them)."""
         return self._session.protocol_version == tasks_wire.TASKS_VERSION_2025 and self._serves_tasks()
 
-    async def _capabilities(self, *, modern_era: bool = False, version: str | None = None) -> dict[str, Any]:
-        # The handshake era is told when the offered tools change (a server's tool no longer
-        # matching its pin); a session of the modern revision gets no unsolicited notifications,
-        # its lists carry ttlMs instead.
-        capabilities: dict[str, Any] = {"tools": {"listChanged": not modern_era}, "logging": {}}
-        if self._serves_tasks():
-            if modern_era:
-                capabilities["extensions"] = {tasks_wire.TASKS_EXTENSION: {}}
-            elif version == tasks_wire.TASKS_VERSION_2025:
-                capabilities["tasks"] = dict(tasks_wire.CAPABILITIES_2025)
-        offered = getattr(self._session.handler, "capabilities", None)  # what the application adds (resources…)
-        if offered is not None:
-            more = offered()
-            capabilities.update(await more if inspect.isawaitable(more) else more)
-        return capabilities
+    async def _offered(self) -> dict[str, Any]:
+        """What the application adds to the capabilities (resources…); it may wait for them."""
+        offered = getattr(self._session.handler, "capabilities", None)
+        if offered is None:
+            return {}
+        more = offered()
+        added: dict[str, Any] = await more if inspect.isawaitable(more) else more
+        return added
+
+    async def _capabilities(self, *, modern_era: bool = False) -> dict[str, Any]:
+        return handshake.capabilities(self._serves_tasks(), await self._offered(), modern_era=modern_era)
 
     async def _initialize(self, req: Request) -> dict[str, Any]:
-        params = req.params or {}
-        version = negotiate_version(params.get("protocolVersion"))
-        capabilities = await self._capabilities(version=version)
-        self._session.protocol_version = version
-        declared = params.get("capabilities")
-        self._session.host_requests.capabilities = declared if isinstance(declared, dict) else {}
-        result: dict[str, Any] = {
-            "protocolVersion": version,
-            "capabilities": capabilities,
-            "serverInfo": self._server_info,
-        }
-        if self._instructions:
-            result["instructions"] = self._instructions
+        # The one source of the answer, which ``serve`` may also give before the session starts.
+        settled, result = handshake.initialize_result(
+            req.params or {}, self._server_info, self._instructions, self._serves_tasks(), await self._offered()
+        )
+        self._session.protocol_version = settled.version
+        self._session.host_requests.capabilities = settled.host_capabilities
         return result
 
     def _set_level(self, req: Request) -> dict[str, Any]:

@@ -1,7 +1,8 @@
 """What the host-facing session and the application it serves share.
 
 The application's ``ToolHandler``, the ``CallContext`` a tool call runs with, the
-``JsonRpcError`` a handler raises to answer an error, and the handshake's protocol versions.
+``JsonRpcError`` a handler raises to answer an error, and the handshake's protocol versions
+(``handshake``'s, named here too).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import anyio
 
 from agentrt_proxy.errors import AgentrtError
 from agentrt_proxy.mcp import jsonrpc, modern
+from agentrt_proxy.mcp.handshake import LATEST_PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, negotiate_version
 from agentrt_proxy.mcp.jsonrpc import RequestId
 from agentrt_proxy.mcp.spans import find_span
 
@@ -28,16 +30,6 @@ __all__ = [
     "raw_arguments",
     "rejected",
 ]
-
-SUPPORTED_PROTOCOL_VERSIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
-LATEST_PROTOCOL_VERSION = "2025-11-25"
-
-
-def negotiate_version(requested: object) -> str:
-    """Echo a legacy version the host asked for; otherwise offer the latest."""
-    if isinstance(requested, str) and requested in SUPPORTED_PROTOCOL_VERSIONS:
-        return requested
-    return LATEST_PROTOCOL_VERSION
 
 
 def raw_arguments(request_text: str) -> str | None:

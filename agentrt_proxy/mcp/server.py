@@ -37,6 +37,7 @@ from agentrt_proxy.mcp._serving import (
     negotiate_version,
     raw_arguments,
 )
+from agentrt_proxy.mcp.handshake import EarlyInput
 from agentrt_proxy.mcp.jsonrpc import (
     INVALID_REQUEST,
     PARSE_ERROR,
@@ -85,6 +86,7 @@ class ServerSession:
         instructions: str | None = None,
         on_eof: Callable[[], Awaitable[None] | None] | None = None,
         max_message_bytes: int = MAX_HOST_MESSAGE_BYTES,
+        early: EarlyInput | None = None,
     ) -> None:
         self._receive = receive
         self._send = send
@@ -101,6 +103,12 @@ class ServerSession:
         self.input_closed = anyio.Event()  # set when the host's stream reaches EOF
         self.host_requests = HostRequests(self.send)  # a server's sampling or elicitation, relayed
         self._answering = Answering(self, server_info, instructions)
+        # What ``handshake.answer_initialize_early`` read before the session existed: read first.
+        self._unread = b"" if early is None else early.unread
+        if early is not None and early.handshake is not None:  # it answered initialize already
+            self.era = LEGACY
+            self.protocol_version = early.handshake.version
+            self.host_requests.capabilities = early.handshake.host_capabilities
 
     # ------------------------------------------------------------------ output
 
@@ -134,12 +142,15 @@ class ServerSession:
         """Read until EOF, then let in-flight requests finish and their answers be written."""
         buffer = BoundedLines(self._max_message_bytes)
         async with anyio.create_task_group() as tg:
+            chunk, self._unread = self._unread, b""
             while True:
-                try:
-                    chunk = await self._receive.receive(READ_CHUNK)
-                except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
-                    break
-                for line in buffer.feed(chunk):
+                if not chunk:
+                    try:
+                        chunk = await self._receive.receive(READ_CHUNK)
+                    except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                        break
+                lines, chunk = buffer.feed(chunk), b""
+                for line in lines:
                     await self._dispatch_line(line, tg)
             rest = buffer.finish()
             if rest is not None:

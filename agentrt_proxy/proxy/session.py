@@ -17,14 +17,14 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from agentrt_proxy import __version__
 from agentrt_proxy.config import Config, ConfigError
 from agentrt_proxy.errors import AgentrtError
 from agentrt_proxy.mcp import CallContext, JsonRpcError, ServerSession, open_stdio
+from agentrt_proxy.mcp.handshake import EarlyInput
 from agentrt_proxy.proxy._host_link import HostLink
+from agentrt_proxy.proxy.early import SERVER_INFO, SERVES_TASKS, opts_in_passthrough
 from agentrt_proxy.text import model_text, operator_text
 
-SERVER_INFO = {"name": "gated-tools", "version": __version__}
 ANSWER_GRACE_SECONDS = 5.0  # after a signal, how long the answers in flight may take to be written
 OPEN_REPORT_GRACE_SECONDS = 5.0  # after stdin's end, how long an opening still in progress may take
 
@@ -101,7 +101,7 @@ class Proxy:
 
     @property
     def methods(self) -> frozenset[str]:
-        if not any(server.resources or server.prompts for server in self.config.servers):
+        if not opts_in_passthrough(self.config):
             return frozenset()  # nothing opted in: the passthrough (and the store it imports) stays unloaded
         from agentrt_proxy.proxy._passthrough import METHODS
 
@@ -121,7 +121,7 @@ class Proxy:
 
     # ---------------------------------------------- calls answered as tasks (proxy/_tasks)
 
-    serves_tasks = True
+    serves_tasks = SERVES_TASKS
 
     @property
     def stopping(self) -> anyio.Event:
@@ -162,10 +162,11 @@ class Proxy:
                 await self.runtime.close()
 
 
-async def serve(config: Config) -> int:
+async def serve(config: Config, early: EarlyInput | None = None) -> int:
+    """Serve the host on stdin and stdout, from where ``early.answer_early`` left it."""
     proxy = Proxy(config)
     async with open_stdio() as (receive, send):
-        session = ServerSession(receive, send, proxy, SERVER_INFO)
+        session = ServerSession(receive, send, proxy, SERVER_INFO, early=early)
         code = await run_session(proxy, session)
     return code
 
