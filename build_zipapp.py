@@ -184,11 +184,18 @@ def walk(base: Path, prefix: str = "") -> Iterator[tuple[str, Path]]:
         yield prefix + relative.as_posix(), path
 
 
+def metadata_headers(data: bytes) -> bytes:
+    """A dist-info METADATA without its body: the headers (name, version, licence) stay, the
+    long description (the project's README, ~25 KiB of the archive) goes; nothing reads it."""
+    return data.replace(b"\r\n", b"\n").split(b"\n\n", 1)[0].rstrip(b"\n") + b"\n"
+
+
 def collect_files(package_dir: Path, stage: Path) -> dict[str, bytes]:
     """Every file of the archive, by archive name, excluding the bootstrap."""
     files: dict[str, bytes] = {}
     for name, path in walk(stage):
-        files[name] = path.read_bytes()
+        data = path.read_bytes()
+        files[name] = metadata_headers(data) if name.endswith(".dist-info/METADATA") else data
     for name, path in walk(package_dir, prefix=package_dir.name + "/"):
         files[name] = path.read_bytes()
     return files

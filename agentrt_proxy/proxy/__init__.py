@@ -1,5 +1,6 @@
 """Serving: the proxy between the host and the pinned servers, a tools/call's rules and tasks.
 
 A module whose name begins with an underscore is the package's own (as h11 marks its modules):
-nothing outside ``proxy`` imports it; ``session`` (what ``serve`` runs) is the package's one door.
+nothing outside ``proxy`` imports it; ``session`` (what ``serve`` runs) is the package's door, and
+``early`` (what ``serve`` answers before the session's code loads, decision 0024) its porch.
 """
