@@ -10,8 +10,6 @@ is never printed as if it were the user's mistake.
 from __future__ import annotations
 
 import os
-import tempfile
-import traceback
 
 from agentrt_proxy.errors import AgentrtError
 
@@ -34,6 +32,11 @@ def expected(err: BaseException) -> BaseException | None:
 def write_traceback(err: BaseException) -> str | None:
     """The traceback of ``err``, in a new file under the temporary directory only its owner can
     read (it may hold arguments); its path, or None when not even that could be written."""
+    # Imported here: every command imports this module at its start, and ``serve`` answers
+    # ``initialize`` before anything else would import them (~8 ms: shutil, bz2, lzma, random).
+    import tempfile
+    import traceback
+
     try:
         fd, path = tempfile.mkstemp(prefix=TRACEBACK_PREFIX, suffix=".txt")
         with os.fdopen(fd, "w", encoding="utf-8") as out:
