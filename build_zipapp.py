@@ -184,6 +184,38 @@ def walk(base: Path, prefix: str = "") -> Iterator[tuple[str, Path]]:
         yield prefix + relative.as_posix(), path
 
 
+# jsonschema_specifications finds its schemas with importlib.resources, which in a zip imports
+# zipfile and the resource readers (0.9 MiB of the proxy's memory, ~5 ms of its start). Its
+# _core.py is replaced by one that reads the same files, in the same order, with the zip
+# importer's own get_data; the list is written at build time. See decisions 0001 and 0024.
+SPECIFICATIONS_CORE = "jsonschema_specifications/_core.py"
+SPECIFICATIONS_SCHEMAS = "jsonschema_specifications/schemas/"
+SPECIFICATIONS_SHIM = '''"""The official schemas, read from the archive (written by build_zipapp.py, decision 0024)."""
+
+import json
+import pkgutil
+
+from referencing import Resource
+
+_NAMES = %(names)r
+
+
+def _schemas():
+    """All schemas we ship."""
+    for name in _NAMES:
+        yield Resource.from_contents(json.loads(pkgutil.get_data(__package__, name).decode("utf-8")))
+'''
+
+
+def specifications_core(files: dict[str, bytes]) -> bytes:
+    """The replacement for jsonschema_specifications/_core.py, naming every schema ``files`` holds."""
+    prefix = SPECIFICATIONS_SCHEMAS.split("/", 1)[0] + "/"
+    names = sorted(name[len(prefix):] for name in files if name.startswith(SPECIFICATIONS_SCHEMAS))
+    if not names:
+        fail(f"no schemas under {SPECIFICATIONS_SCHEMAS} in the staged dependencies")
+    return (SPECIFICATIONS_SHIM % {"names": tuple(names)}).encode()
+
+
 def metadata_headers(data: bytes) -> bytes:
     """A dist-info METADATA without its body: the headers (name, version, licence) stay, the
     long description (the project's README, ~25 KiB of the archive) goes; nothing reads it."""
@@ -196,6 +228,8 @@ def collect_files(package_dir: Path, stage: Path) -> dict[str, bytes]:
     for name, path in walk(stage):
         data = path.read_bytes()
         files[name] = metadata_headers(data) if name.endswith(".dist-info/METADATA") else data
+    if SPECIFICATIONS_CORE in files:
+        files[SPECIFICATIONS_CORE] = specifications_core(files)
     for name, path in walk(package_dir, prefix=package_dir.name + "/"):
         files[name] = path.read_bytes()
     return files

@@ -182,6 +182,32 @@ def test_jsonschema_from_the_zip_validates_draft_2020_12_and_draft_07(
     assert result.stdout.startswith("ok ")
 
 
+# The registry of the official schemas, as the archive's jsonschema_specifications builds it (its
+# _core.py is the builder's: no importlib.resources, so no zipfile) and as the installed one does.
+REGISTRY_DUMP = r"""
+import json, sys
+if len(sys.argv) > 1:
+    sys.path.insert(0, sys.argv[1])
+import jsonschema_specifications
+print(json.dumps({uri: resource.contents for uri, resource in jsonschema_specifications.REGISTRY.items()},
+                 sort_keys=True))
+print(json.dumps(sorted(name for name in ("zipfile", "importlib.resources") if name in sys.modules)))
+"""
+
+
+def test_the_archives_schema_registry_is_the_installed_packages(fresh_pyz: Path, tmp_path: Path) -> None:
+    def dump(*argv: str) -> list[str]:
+        done = subprocess.run([sys.executable, "-c", REGISTRY_DUMP, *argv], capture_output=True, text=True,
+                              cwd=tmp_path, check=False)
+        assert done.returncode == 0, done.stderr
+        return done.stdout.splitlines()
+
+    archived, archived_loaded = dump(str(fresh_pyz))
+    installed, _ = dump()
+    assert json.loads(archived) == json.loads(installed) and len(json.loads(archived)) >= 20
+    assert json.loads(archived_loaded) == []
+
+
 def test_the_zip_on_pythonpath_wins_over_installed_copies(fresh_pyz: Path, tmp_path: Path) -> None:
     # The test venv has its own jsonschema; a zip named on PYTHONPATH must shadow it.
     script = "import jsonschema, anyio; print(jsonschema.__file__); print(anyio.__file__)"
