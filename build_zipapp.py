@@ -187,10 +187,10 @@ def walk(base: Path, prefix: str = "") -> Iterator[tuple[str, Path]]:
 # jsonschema_specifications finds its schemas with importlib.resources, which in a zip imports
 # zipfile and the resource readers (0.9 MiB of the proxy's memory, ~5 ms of its start). Its
 # _core.py is replaced by one that reads the same files, in the same order, with the zip
-# importer's own get_data; the list is written at build time. See decisions 0001 and 0024.
+# importer's own get_data; the list is written at build time (docs/building.md).
 SPECIFICATIONS_CORE = "jsonschema_specifications/_core.py"
 SPECIFICATIONS_SCHEMAS = "jsonschema_specifications/schemas/"
-SPECIFICATIONS_SHIM = '''"""The official schemas, read from the archive (written by build_zipapp.py, decision 0024)."""
+SPECIFICATIONS_SHIM = '''"""The official schemas, read from the archive (written by build_zipapp.py)."""
 
 import json
 import pkgutil

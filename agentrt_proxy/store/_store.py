@@ -65,6 +65,11 @@ from agentrt_proxy.text.record_text import MSG_APPROVAL_NOT_FOUND, MSG_MISSING
 __all__ = ["BUSY_TIMEOUT_MS", "MAX_PAGE", "Store", "WouldBlock", "_connect"]
 
 MAX_PAGE = 1000  # the most rows one page read answers (runtime-core §1.12)
+# The serving writer's page cache (SQLite's default is 2,000 KiB). A call touches the right edge
+# of each table it appends to (ids are led by their time, decision 0008) and a few interior
+# pages; its request key's leaf is random, and in a large database rarely cached either way.
+# Half the default keeps all of that and 1 MiB of the proxy's memory (bench/start_and_size.py).
+SERVING_CACHE_KIB = 1024
 
 _connect = connect
 
@@ -112,6 +117,7 @@ class Store:
                 wall = WALL.now_ns()
                 migrate(conn, durations.format_time(wall), wall, durations.format_time(wall + DEFAULT_LEASE_TTL_NS))
                 check_modes(path, writer=True)  # SQLite just made the -wal/-shm sidecars
+                conn.execute(f"PRAGMA cache_size = -{SERVING_CACHE_KIB}")
             except BaseException:
                 conn.close()
                 raise

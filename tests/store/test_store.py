@@ -230,3 +230,13 @@ def test_go_json_writes_plain_trees_through_the_c_encoder_exactly_as_the_walk_do
         t = tree()
         assert go_json(t) == _go_json(t)
     assert go_json({"a": "<&>\u2028", "b": [1, 2.5, None]}) == '{"a":"\\u003c\\u0026\\u003e\\u2028","b":[1,2.5,null]}'
+
+
+def test_the_serving_writer_caches_at_most_a_mebibyte_of_pages(tmp_path: Path) -> None:
+    # The proxy's memory (bench/start_and_size.py): SQLite's default cache is 2,000 KiB.
+    store = Store.open(str(tmp_path / "runs.db"))
+    try:
+        with store.read() as conn:
+            assert conn.execute("PRAGMA cache_size").fetchone()[0] == -1024
+    finally:
+        store.close()
