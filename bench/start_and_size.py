@@ -145,7 +145,9 @@ def session_rss(argv: list[str], calls: int) -> tuple[float, float]:
 
     def stage(name: str) -> None:
         if os.environ.get("BENCH_STAGES"):
-            print(f"  after {name}: VmHWM {vm_mib(host.proc.pid, 'VmHWM'):.1f}, VmRSS {vm_mib(host.proc.pid, 'VmRSS'):.1f} MiB")
+            print(
+                f"  after {name}: VmHWM {vm_mib(host.proc.pid, 'VmHWM'):.1f}, VmRSS {vm_mib(host.proc.pid, 'VmRSS'):.1f} MiB"
+            )
 
     try:
         assert host.proc.stdin is not None
