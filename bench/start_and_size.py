@@ -2,14 +2,15 @@
 items 4 and 5), with a raw stdio client and nothing else running in the proxy's place.
 
     python3 bench/start_and_size.py                       # dist/agentrt-proxy.pyz on /usr/bin/python3
-    python3 bench/start_and_size.py OTHER.pyz -rounds 30  # another build, more starts
+    python3 bench/start_and_size.py BEFORE.pyz AFTER.pyz   # two builds, their starts interleaved
     BENCH_PYTHON=/path/to/python3 python3 bench/start_and_size.py
 
 The upstream is ``bench/upstream.py`` (the SDK's ``MCPServer``), run by the interpreter that runs
 this script (it needs ``mcp``: the bench venv or the repo's .venv). The .pyz runs on
 ``BENCH_PYTHON`` (default ``/usr/bin/python3``, which imports nothing from a ``.pth`` at start).
 
-Cold start: ``-rounds`` starts, one after the other with a pause between; each writes
+Cold start: ``-rounds`` rounds, each starting every build given once (in an order rotated every
+round), with a pause before each start; each writes
 ``initialize`` at once and times process launch → its answer line, then → the ``tools/list``
 answer. Median, p25–p75 and min of each.
 
@@ -186,29 +187,32 @@ def session_rss(argv: list[str], calls: int) -> tuple[float, float]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("pyz", nargs="?", default=str(REPO / "dist" / "agentrt-proxy.pyz"))
+    parser.add_argument("pyz", nargs="*", default=[str(REPO / "dist" / "agentrt-proxy.pyz")])
     parser.add_argument("-rounds", type=int, default=15)
     parser.add_argument("-calls", type=int, default=500)
     parser.add_argument("-no-session", dest="session", action="store_false")
     args = parser.parse_args()
-    pyz = Path(args.pyz).resolve()
+    builds = [Path(p).resolve() for p in args.pyz]
     work = Path(tempfile.mkdtemp(prefix="agentrt-start-"))
     try:
         config = write_config(work)
-        subprocess.run([PYTHON, str(pyz), "pin", "-config", str(config)], check=True, capture_output=True)
-        argv = [PYTHON, str(pyz), "serve", "-config", str(config)]
-        inits, lists = [], []
-        for _ in range(args.rounds):
-            time.sleep(0.3)  # the previous start's upstream is still exiting
-            t_init, t_list = cold_once(argv)
-            inits.append(t_init)
-            lists.append(t_list)
-        print(f"{pyz.name} ({pyz.stat().st_size:,} bytes) on {PYTHON}")
-        print(f"cold start → initialize: {quartiles(inits)}")
-        print(f"cold start → tools/list: {quartiles(lists)}")
-        if args.session:
-            started, peak = session_rss(argv, args.calls)
-            print(f"VmHWM after start-up {started:.1f} MiB; peak over the session {peak:.1f} MiB")
+        subprocess.run([PYTHON, str(builds[0]), "pin", "-config", str(config)], check=True, capture_output=True)
+        samples: dict[Path, tuple[list[float], list[float]]] = {pyz: ([], []) for pyz in builds}
+        for r in range(args.rounds):
+            # Builds interleaved, in an order rotated every round: the machine's load of the moment
+            # falls on each alike.
+            for pyz in builds[r % len(builds) :] + builds[: r % len(builds)]:
+                time.sleep(0.3)  # the previous start's upstream is still exiting
+                t_init, t_list = cold_once([PYTHON, str(pyz), "serve", "-config", str(config)])
+                samples[pyz][0].append(t_init)
+                samples[pyz][1].append(t_list)
+        for pyz in builds:
+            print(f"{pyz} ({pyz.stat().st_size:,} bytes) on {PYTHON}")
+            print(f"  cold start → initialize: {quartiles(samples[pyz][0])}")
+            print(f"  cold start → tools/list: {quartiles(samples[pyz][1])}")
+            if args.session:
+                started, peak = session_rss([PYTHON, str(pyz), "serve", "-config", str(config)], args.calls)
+                print(f"  VmHWM after start-up {started:.1f} MiB; peak over the session {peak:.1f} MiB")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0
