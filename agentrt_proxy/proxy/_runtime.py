@@ -29,6 +29,7 @@ from agentrt_proxy.mcp.spawn import kill_unadopted
 from agentrt_proxy.mcp.tasks_wire import declares_extension
 from agentrt_proxy.proxy import _answers as answers
 from agentrt_proxy.proxy._host_link import HostLink
+from agentrt_proxy.proxy._ticker import REAL_TICKER, Ticker
 from agentrt_proxy.store import Store, StoreError
 from agentrt_proxy.text import model_text, operator_text
 from agentrt_proxy.text.cli_text import program_invocation, review_command
@@ -51,6 +52,7 @@ class Runtime:
         host: HostLink,
         clock: Clock | None = None,
         hold_poll: float | None = None,
+        ticker: Ticker = REAL_TICKER,
     ) -> None:
         # Imported by open_runtime's worker thread while the upstreams connect; here only looked up.
         from agentrt_proxy.gate import Gate, OfferedTool, ProxyPolicy, WallClock
@@ -121,7 +123,7 @@ class Runtime:
         self.tasks = TaskBook(
             store, self.tools, self._call_tool, session=config.session, wall=self.gate.wall, clock=clock,
             ttl_ns=config.task_ttl, lease_ns=config.lease_ttl, shutting_down=shutting_down, host=host,
-            poll=settings.hold_poll,
+            poll=settings.hold_poll, ticker=ticker,
         )
         self.tasks.untrusted = untrusted
 
@@ -267,6 +269,7 @@ async def open_runtime(
     clock: Clock | None = None,
     hold_poll: float | None = None,
     supervision: Supervision | None = None,
+    ticker: Ticker = REAL_TICKER,
 ) -> Runtime:
     """Connect every upstream, open the store and import the rules, concurrently; then the runtime.
 
@@ -276,7 +279,7 @@ async def open_runtime(
 
     A server that does not answer is served anyway, from its manifest, and started again in the
     background, as is one that goes down later (``supervision``: the backoff; its lines go to
-    ``write_stderr``).
+    ``write_stderr``). ``ticker`` paces the tasks' waits: real time, but in a test of its own.
     """
     opened: OpenServers | None = None
     store: Store | None = None
@@ -332,7 +335,8 @@ async def open_runtime(
         for line in report.lines():
             write_stderr(operator_text.operator_line(line))
     runtime = Runtime(
-        config, opened, store, write_stderr, shutting_down, host=host or HostLink(), clock=clock, hold_poll=hold_poll
+        config, opened, store, write_stderr, shutting_down, host=host or HostLink(), clock=clock, hold_poll=hold_poll,
+        ticker=ticker,
     )
     review = review_command(str(config.path))
     from agentrt_proxy.proxy._withheld_rows import withheld_recorder

@@ -24,6 +24,7 @@ from agentrt_proxy.mcp import JsonRpcError, jsonrpc, tasks_wire
 from agentrt_proxy.proxy import _answers as answers
 from agentrt_proxy.proxy._guarded import UntrustedSource
 from agentrt_proxy.proxy._host_link import HostLink
+from agentrt_proxy.proxy._ticker import REAL_TICKER, Ticker
 from agentrt_proxy.store import APPROVAL_PENDING, ERA_2025, TASK_FAILED, Approval, Store, StoreError, TaskRow
 from agentrt_proxy.text import model_text, record_text
 from agentrt_proxy.upstream import LoadedTool
@@ -119,7 +120,7 @@ class TaskRequests:
     """The host's ``tasks/*`` requests, answered from the session's task rows."""
 
     def __init__(self, store: Store, news: TaskNews, withdraw: Withdraw, *, session: str, wall: Clock,
-                 shutting_down: anyio.Event, tick: float) -> None:  # fmt: skip
+                 shutting_down: anyio.Event, tick: float, ticker: Ticker = REAL_TICKER) -> None:  # fmt: skip
         self.store = store
         self.news = news
         self.withdraw = withdraw
@@ -127,6 +128,7 @@ class TaskRequests:
         self.wall = wall
         self.shutting_down = shutting_down
         self.tick = tick  # how often a blocking tasks/result looks at its task again
+        self.ticker = ticker  # what paces it (real time but in tests)
 
     async def request(self, era: str, method: str, params: Mapping[str, Any]) -> dict[str, Any] | Raw:
         try:
@@ -162,8 +164,7 @@ class TaskRequests:
     async def _result(self, row: TaskRow) -> Raw:
         """2025-11-25's ``tasks/result``: blocks until the task ends, then the call's answer."""
         while not row.terminal:
-            with anyio.move_on_after(self.tick):
-                await self.shutting_down.wait()
+            await self.ticker.pause(self.tick, self.shutting_down)
             if self.shutting_down.is_set():
                 raise JsonRpcError(jsonrpc.INTERNAL_ERROR, model_text.SHUTTING_DOWN)
             row = await self._known(row.id)

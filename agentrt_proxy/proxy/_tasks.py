@@ -22,7 +22,9 @@ that it changes nothing: the request executes or has executed, and its outcome i
 
 This module drives tasks: ``TaskBook`` is the owner's loop (leases, takeovers, the sweep) and
 makes the tasks; ``TaskDriver`` runs one task's request to its end. What the host asks of its
-tasks (``tasks/*``) and is told of them is answered by ``task_requests``.
+tasks (``tasks/*``) and is told of them is answered by ``_task_requests``. Every wait between two
+looks (the owner's tick, a driver's poll) is the injected ``Ticker``'s (``_ticker``): real time in
+the product, ticks a test gives by hand in process.
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from agentrt_proxy.proxy._guarded import UntrustedSource
 from agentrt_proxy.proxy._host_link import HostLink
 from agentrt_proxy.proxy._rules import past_expiry
 from agentrt_proxy.proxy._task_requests import Send, TaskNews, TaskRequests, encoded, task_state
+from agentrt_proxy.proxy._ticker import REAL_TICKER, Ticker
 from agentrt_proxy.store import (
     APPROVAL_PENDING,
     ERA_2025,
@@ -91,7 +94,8 @@ class TaskDriver:
     PENDING_APPROVAL it waits for the operator, and the answer it comes to ends the task."""
 
     def __init__(self, store: Store, tools: Mapping[str, LoadedTool], call: Call, news: TaskNews, *, session: str,
-                 wall: Clock, clock: Clock, shutting_down: anyio.Event, tick: float, poll: float) -> None:
+                 wall: Clock, clock: Clock, shutting_down: anyio.Event, tick: float, poll: float,
+                 ticker: Ticker = REAL_TICKER) -> None:
         self.store = store
         self.tools = tools
         self._call = call
@@ -102,6 +106,7 @@ class TaskDriver:
         self.shutting_down = shutting_down
         self.tick = tick
         self.poll = poll  # between two looks at the approval a task waits on (the hold's pace)
+        self.ticker = ticker  # what paces both waits (real time but in tests)
 
     async def drive(self, row: TaskRow) -> None:
         """Put the recorded request through the gate; wait where it waits; record its answer."""
@@ -151,8 +156,7 @@ class TaskDriver:
             current = await self._row(row.id)
             if current.terminal:
                 raise _Ended
-            with anyio.move_on_after(self.tick):
-                await self.shutting_down.wait()
+            await self.ticker.pause(self.tick, self.shutting_down)
 
     async def _name_its_run(self, row: TaskRow) -> None:
         """A 2025-11-25 task whose request needed no approval never named its run: name the run the
@@ -195,8 +199,7 @@ class TaskDriver:
             current = await anyio.to_thread.run_sync(self.store.get_approval, approval.id)
             if current.status != APPROVAL_PENDING or past_expiry(current, self.clock.now_ns()):
                 return None
-            with anyio.move_on_after(self.poll):
-                await self.shutting_down.wait()
+            await self.ticker.pause(self.poll, self.shutting_down)
 
     async def _withdrawn_why(self, task_id: str) -> str | None:
         """Why the task's approval was withdrawn in the host's name (its cancel, its TTL), if it was."""
@@ -247,7 +250,7 @@ class TaskBook:
 
     def __init__(self, store: Store, tools: Mapping[str, LoadedTool], call: Call, *, session: str, wall: Clock,
                  clock: Clock, ttl_ns: int, lease_ns: int, shutting_down: anyio.Event, host: HostLink,
-                 tick: float = TICK_SECONDS, poll: float = TICK_SECONDS) -> None:
+                 tick: float = TICK_SECONDS, poll: float = TICK_SECONDS, ticker: Ticker = REAL_TICKER) -> None:
         self.store = store
         self.tools = tools
         self.session = session
@@ -256,12 +259,13 @@ class TaskBook:
         self.lease_ns = lease_ns
         self.shutting_down = shutting_down
         self.tick = tick
+        self.ticker = ticker  # what paces the owner's tick (and the driver's, the blocking result's)
         self.owner = f"agentrt-proxy:{session}:{os.getpid()}:{secrets.token_hex(4)}"
         self.news = TaskNews(store, tools, host)
         self.driver = TaskDriver(store, tools, call, self.news, session=session, wall=wall, clock=clock,
-                                 shutting_down=shutting_down, tick=tick, poll=poll)
+                                 shutting_down=shutting_down, tick=tick, poll=poll, ticker=ticker)
         self.requests = TaskRequests(store, self.news, self.driver.withdraw, session=session, wall=wall,
-                                     shutting_down=shutting_down, tick=tick)
+                                     shutting_down=shutting_down, tick=tick, ticker=ticker)
         self._tg: anyio.abc.TaskGroup | None = None
         self._started = anyio.Event()
         self._driving: set[str] = set()
@@ -286,8 +290,7 @@ class TaskBook:
                 self._started.set()
                 while not self.shutting_down.is_set():
                     await self._tick_once()
-                    with anyio.move_on_after(self.tick):
-                        await self.shutting_down.wait()
+                    await self.ticker.pause(self.tick, self.shutting_down)
         finally:
             with anyio.CancelScope(shield=True), contextlib.suppress(StoreError):  # else they run out by themselves
                 await anyio.to_thread.run_sync(self.store.tasks.release, self.owner)
