@@ -43,7 +43,7 @@ INIT = (
 INITIALIZED = b'{"jsonrpc":"2.0","method":"notifications/initialized"}\n'
 
 
-def write_config(directory: Path) -> Path:
+def write_config(directory: Path, database: str = "runs.db") -> Path:
     server: dict[str, Any] = {
         "name": "up",
         "command": [sys.executable, str(BENCH / "upstream.py")],
@@ -54,7 +54,7 @@ def write_config(directory: Path) -> Path:
         },
     }
     path = directory / "proxy.json"
-    path.write_text(json.dumps({"database": "runs.db", "session": "bench", "hold": "0s", "servers": [server]}))
+    path.write_text(json.dumps({"database": database, "session": "bench", "hold": "0s", "servers": [server]}))
     path.chmod(0o600)
     return path
 
@@ -191,11 +191,12 @@ def main() -> int:
     parser.add_argument("-rounds", type=int, default=15)
     parser.add_argument("-calls", type=int, default=500)
     parser.add_argument("-no-session", dest="session", action="store_false")
+    parser.add_argument("-db", help="the database (default: a new one; e.g. one build_db.py filled)")
     args = parser.parse_args()
     builds = [Path(p).resolve() for p in args.pyz]
     work = Path(tempfile.mkdtemp(prefix="agentrt-start-"))
     try:
-        config = write_config(work)
+        config = write_config(work, str(Path(args.db).resolve()) if args.db else "runs.db")
         subprocess.run([PYTHON, str(builds[0]), "pin", "-config", str(config)], check=True, capture_output=True)
         samples: dict[Path, tuple[list[float], list[float]]] = {pyz: ([], []) for pyz in builds}
         for r in range(args.rounds):
