@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO_ROOT, run_program
+from tests.harness import write_config
 
 BUILDER = REPO_ROOT / "build_zipapp.py"
 
@@ -291,3 +292,29 @@ def test_the_builder_refuses_an_older_python(tmp_path: Path) -> None:
     assert len(result.stderr.splitlines()) == 1
     assert "needs Python 3.10 or newer" in result.stderr
     assert not (tmp_path / "x.pyz").exists()
+
+
+INITIALIZE_LINE = (
+    b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",'
+    b'"capabilities":{},"clientInfo":{"name":"t","version":"1"}}}\n'
+)
+
+
+def test_a_copy_missing_the_session_answers_initialize_then_says_in_one_line_that_it_is_damaged(
+    fresh_pyz: Path, tmp_path: Path
+) -> None:
+    # serve answers initialize before it imports the session (decision 0024): a copy without the
+    # session's module still ends with the one line that names the damage, and exit 1.
+    damaged = tmp_path / "damaged.pyz"
+    with zipfile.ZipFile(fresh_pyz) as whole, zipfile.ZipFile(damaged, "w") as out:
+        for info in whole.infolist():
+            if not info.filename.startswith("agentrt_proxy/proxy/session.py"):
+                out.writestr(info, whole.read(info))
+    config = write_config(tmp_path)
+    assert run_program(["pin", "-config", str(config)]).returncode == 0
+    proc = subprocess.Popen([sys.executable, str(damaged), "serve", "-config", str(config)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    out, err = proc.communicate(INITIALIZE_LINE, timeout=60)
+    assert proc.returncode == 1
+    assert json.loads(out.splitlines()[0])["result"]["protocolVersion"] == "2025-06-18"
+    assert err.count(b"\n") == 1 and b"damaged" in err and b"agentrt_proxy.proxy.session" in err
