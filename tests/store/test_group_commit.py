@@ -200,3 +200,114 @@ async def test_a_call_that_writes_nothing_while_a_group_is_open_waits_for_that_g
         assert reader == writer
         await store.durable(reader)
         assert specs_on_disk(store) == {"a"}
+
+
+class HeldCommit:
+    """The store's connection, except that COMMIT first waits until the test lets it go (or
+    5 s pass), and notes on which thread it ran and whether it was let go."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+        self.go = threading.Event()
+        self.started = threading.Event()
+        self.released_by_test: bool | None = None
+        self.thread: int | None = None
+
+    def execute(self, sql: str, *args: Any) -> sqlite3.Cursor:
+        if sql == "COMMIT":
+            self.thread = threading.get_ident()
+            self.started.set()
+            self.released_by_test = self.go.wait(5)
+        return self._conn.execute(sql, *args)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)
+
+
+async def until_commit_started(held: HeldCommit) -> None:
+    while not held.started.is_set():
+        await anyio.sleep(0.001)
+
+
+async def test_the_loop_goes_on_while_a_groups_commit_runs_and_its_waiters_resume_only_after_it(store: Store) -> None:
+    db = store._db
+    real = db.conn
+    held = HeldCommit(real)
+    db.conn = held  # type: ignore[assignment]
+    try:
+        with in_flight(store, 2):
+            groups = unit(store, "a")
+            resumed: list[bool] = []
+
+            async def waiter() -> None:
+                await store.durable(groups)
+                resumed.append("a" in specs_on_disk(store))
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(waiter)
+                await until_commit_started(held)
+                # The COMMIT is running and has not returned: the loop still runs this task,
+                # and the waiter has not resumed.
+                for _ in range(20):
+                    await anyio.sleep(0)
+                assert resumed == []
+                assert specs_on_disk(store) == set()
+                held.go.set()  # only a loop that goes on can let the COMMIT return
+    finally:
+        db.conn = real
+    assert held.released_by_test is True
+    assert held.thread != threading.get_ident()  # it ran on the committer, not on the loop
+    assert resumed == [True]
+
+
+async def test_a_unit_after_a_running_commit_waits_for_it_and_goes_into_the_next_group(store: Store) -> None:
+    db = store._db
+    real = db.conn
+    held = HeldCommit(real)
+    db.conn = held  # type: ignore[assignment]
+    statements: list[str] = []
+    real.set_trace_callback(statements.append)
+    try:
+        with in_flight(store, 2):
+            first = unit(store, "a")
+            await until_commit_started(held)
+            assert store._db.group.committing is not None
+
+            async def let_go() -> None:
+                for _ in range(5):
+                    await anyio.sleep(0)
+                held.go.set()
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(let_go)
+                await store.settled()  # what the call path does before its next unit
+            assert first[0].ended
+            second = unit(store, "b")
+            assert second and second[0] is not first[0]
+            await store.durable(second)
+    finally:
+        db.conn = real
+        real.set_trace_callback(None)
+    assert specs_on_disk(store) == {"a", "b"}
+    commits = [i for i, s in enumerate(statements) if s == "COMMIT"]
+    b_insert = next(i for i, s in enumerate(statements) if "INSERT OR IGNORE INTO tool_specs" in s and "'b'" in s)
+    assert len(commits) == 2 and commits[0] < b_insert < commits[1]  # in order, one group after the other
+
+
+async def test_a_read_on_the_loop_while_a_commit_runs_waits_for_it_and_sees_what_it_committed(store: Store) -> None:
+    db = store._db
+    real = db.conn
+    held = HeldCommit(real)
+    db.conn = held  # type: ignore[assignment]
+    try:
+        with in_flight(store, 2):
+            groups = unit(store, "a")
+            await until_commit_started(held)
+            threading.Timer(0.05, held.go.set).start()  # the read below blocks the loop: a timer lets go
+            with store.read() as conn:
+                seen = {row[0] for row in conn.execute("SELECT hash FROM tool_specs")}
+            assert groups[0].ended
+    finally:
+        db.conn = real
+    assert seen == {"a"}
+    assert not real.in_transaction
