@@ -196,7 +196,6 @@ class Execution:
         pause = RECORD_RETRY_FIRST_S
         while True:
             try:
-                await self.session.store.settled()  # a group's COMMIT on its thread has the connection
                 inline = self._record_inline(obs, duration_ms, on_recorded)
                 joined = self.session.store.joined()
                 if inline is not None:

@@ -116,7 +116,6 @@ class CallRules:
         held = False
         for _ in range(MAX_DECIDES):
             async with self.lock:
-                await self.store.settled()  # a group's COMMIT on its thread has the connection until it returns
                 applied = self._decide_inline(tool, key, arguments_text) if small else WOULD_BLOCK
                 joined = self.store.joined() if small else ()
                 if applied is WOULD_BLOCK:

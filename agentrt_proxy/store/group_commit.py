@@ -14,14 +14,6 @@ The group holds the database's lock from its BEGIN to its COMMIT, so a worker th
 (or read) waits for the COMMIT, and any write or snapshot read on the loop that is not a unit
 commits the group first: commits stay in the order the writes were made.
 
-The group's COMMIT (its fsync) runs on a worker thread of its own (``Committer``), so the loop
-goes on meanwhile with everything that does not touch the database: reading the host's next
-requests, sending the upstream calls whose start is durable, answering the calls whose outcome
-is. The loop holds the database's lock for the group until its COMMIT has returned, so no other
-thread uses the connection meanwhile; on the loop itself, the call path waits (``settled``) for
-that COMMIT before its next unit, and anything else that takes the lock on the loop waits for it
-there (``StoreLock``). The next group begins only after the COMMIT of the one before.
-
 A group whose COMMIT fails (or that SQLite rolled back under a failing unit) lost units
 whose calls already moved on in memory, believing them written: nothing can put those calls
 right, so the process stops at once (``on_lost``), as a kill would stop it; the store holds
@@ -31,7 +23,6 @@ what was committed before, which is what a restart recovers from.
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
 import os
 import sqlite3
 import sys
@@ -56,38 +47,11 @@ class Owner(Protocol):
     """What the group needs of the ``Database`` that owns it."""
 
     conn: sqlite3.Connection
-    lock: StoreLock
+    lock: threading.RLock
 
     def begin_group(self) -> None: ...
     def committed(self, group: Group) -> None: ...
     def unit_open(self) -> bool: ...
-
-
-class StoreLock:
-    """The database's re-entrant lock, which on the thread that holds a group whose COMMIT is
-    running on the committer first waits for that COMMIT to return: the connection is then the
-    committer's (a worker thread waits on the lock as on any other holder)."""
-
-    __slots__ = ("_lock", "group")
-
-    def __init__(self) -> None:
-        self._lock = threading.RLock()
-        self.group: GroupCommit | None = None  # set by the group commit it serves
-
-    def acquire(self, blocking: bool = True) -> bool:
-        group = self.group
-        if group is not None and group.committing is not None:
-            group.finish_committing()  # a no-op on any thread but the group's own
-        return self._lock.acquire(blocking)
-
-    def release(self) -> None:
-        self._lock.release()
-
-    def __enter__(self) -> bool:
-        return self.acquire()
-
-    def __exit__(self, *_: object) -> None:
-        self._lock.release()
 
 
 class Group:
@@ -131,12 +95,6 @@ class GroupCommit:
         self.deferring = False  # inside a nowait() block on the loop while calls are in flight
         self._joined: list[Group] = []  # the groups the current nowait() block's units joined
         self.on_lost: Callable[[BaseException, int], None] = stop_the_process
-        self.committing: Group | None = None  # the group whose COMMIT runs on the committer now
-        self._committing_thread = 0  # the thread holding the lock for it (the loop's)
-        self._commit_returned = threading.Event()
-        self._commit_error: BaseException | None = None
-        self._committer: concurrent.futures.ThreadPoolExecutor | None = None
-        db.lock.group = self
 
     # ------------------------------------------------------------ nowait() blocks
     def open_block(self) -> None:
@@ -188,9 +146,7 @@ class GroupCommit:
 
     # ------------------------------------------------------------------- commit
     def commit_now(self) -> None:
-        """COMMIT the open group, if any, unless a unit is being written (under the lock), after
-        the COMMIT running on the committer, if any, has returned."""
-        self.finish_committing()
+        """COMMIT the open group, if any, unless a unit is being written (under the lock)."""
         group = self.open
         if group is None or self._db.unit_open():
             return
@@ -213,63 +169,8 @@ class GroupCommit:
         if getattr(loop, "_ready", None) and turns < MAX_TURNS:
             loop.call_soon(self._commit_when_idle, group, turns + 1)
             return
-        if self._db.unit_open():
-            loop.call_soon(self._commit_when_idle, group, turns)  # a unit is being written: after it
-            return
-        self._commit_on_committer(group, loop)
-
-    # ------------------------------------------------------------ on the committer
-    def _commit_on_committer(self, group: Group, loop: asyncio.AbstractEventLoop) -> None:
-        """The group's COMMIT on the committer thread; the loop keeps the lock meanwhile and
-        ends the group (``finish_committing``) once it has returned."""
-        self.open = None
-        self.committing = group
-        self._committing_thread = threading.get_ident()
-        self._commit_error = None
-        self._commit_returned.clear()
-        if self._committer is None:
-            self._committer = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="agentrt-commit")
-        done = loop.run_in_executor(self._committer, self._commit, self._db.conn)
-        done.add_done_callback(lambda _: self.finish_committing())
-
-    def _commit(self, conn: sqlite3.Connection) -> None:
-        try:
-            conn.execute("COMMIT")
-        except BaseException as err:
-            self._commit_error = err
-        finally:
-            self._commit_returned.set()
-
-    def finish_committing(self) -> None:
-        """On the thread that holds the group's lock: wait for its COMMIT to return, then end
-        the group (released, counted, its waiters woken; or lost). Elsewhere, or with no COMMIT
-        running, nothing."""
-        group = self.committing
-        if group is None or threading.get_ident() != self._committing_thread:
-            return
-        self._commit_returned.wait()
-        self.committing = None
-        error = self._commit_error
-        if error is not None:
-            self._end(group, lost=error)
-            return
-        self._db.lock.release()
-        self._db.committed(group)
-        group.end(None)
-
-    async def settled(self) -> None:
-        """Returns once no COMMIT runs on the committer: the loop's next unit may begin."""
-        while self.committing is not None:
-            group = self.committing
-            await group.wait()
-            if group.lost is not None:
-                raise GroupLost(group.lost)
-
-    def close(self) -> None:
-        self.finish_committing()
-        if self._committer is not None:
-            self._committer.shutdown(wait=True)
-            self._committer = None
+        with self._db.lock:
+            self.commit_now()
 
     def _end(self, group: Group, lost: BaseException | None) -> None:
         self.open = None

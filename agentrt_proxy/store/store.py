@@ -170,12 +170,6 @@ class Store:
         """The groups the last ``nowait()`` block's writes joined; ``durable`` waits for them."""
         return self._db.group.joined()
 
-    async def settled(self) -> None:
-        """Returns once no group's COMMIT is running on its thread (at once when none is): the
-        loop's next write unit may then begin without waiting on the connection."""
-        if self._db.group.committing is not None:
-            await self._db.group.settled()
-
     async def durable(self, groups: tuple[Group, ...]) -> None:
         """Returns once every group in ``groups`` is committed (at once when there is none)."""
         if groups:

@@ -13,12 +13,13 @@ COMMIT at the start of the loop's next turn (``group_commit.py``).
 from __future__ import annotations
 
 import sqlite3
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 
 from agentrt_proxy.store.connection import BUSY_TIMEOUT_MS, file_identity
 from agentrt_proxy.store.errors import StoreError, StoreGone, WouldBlock
-from agentrt_proxy.store.group_commit import Group, GroupCommit, StoreLock
+from agentrt_proxy.store.group_commit import Group, GroupCommit
 from agentrt_proxy.store.sqlite_errors import is_busy, map_sqlite_errors
 from agentrt_proxy.store.tx import Tx
 from agentrt_proxy.text.operator_text import ERR_STORE_GONE
@@ -30,7 +31,7 @@ class Database:
         self.path = path
         self.conn = conn
         self.readonly = readonly
-        self.lock = StoreLock()  # the owning thread re-enters it (a nested write joins its transaction)
+        self.lock = threading.RLock()  # the owning thread re-enters it (a nested write joins its transaction)
         self.commits = 0  # write transactions committed through write() (tests and the bench count them)
         self._tx: Tx | None = None  # the open write transaction (only its thread holds the lock meanwhile)
         self._tx_failed: BaseException | None = None
@@ -43,7 +44,6 @@ class Database:
     def close(self) -> None:
         with self.lock, map_sqlite_errors():
             self.group.commit_now()
-            self.group.close()
             self.conn.close()
 
     # ----------------------------------------------------------------------- writes
