@@ -19,7 +19,7 @@ pyz, log_path = sys.argv[1], sys.argv[2]
 sys.argv = [pyz, *sys.argv[3:]]
 sys.path.insert(0, pyz)
 
-from agentrt_proxy.store import store  # noqa: E402
+from agentrt_proxy.store import _store as store  # noqa: E402
 
 _lock = threading.Lock()
 _log = open(log_path, "a", buffering=1)

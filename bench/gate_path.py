@@ -45,8 +45,8 @@ def main(argv: list[str]) -> int:
     from agentrt_proxy.config import load_config
     from agentrt_proxy.mcp.outcomes import Result
     from agentrt_proxy.mcp.server import CallContext
-    from agentrt_proxy.proxy.runtime import open_runtime
-    from agentrt_proxy.store import connection as store_connection
+    from agentrt_proxy.proxy._runtime import open_runtime
+    from agentrt_proxy.store import _connection as store_connection
     from agentrt_proxy.upstream import pin_server, write_manifest
 
     sql_ns: list[int] = [0]

@@ -20,7 +20,8 @@ def main() -> int:
     sys.path.insert(0, pyz)
     from agentrt_proxy.cli.main import main as cli_main
     from agentrt_proxy.mcp.outcomes import Result
-    from agentrt_proxy.proxy import answers, runtime
+    from agentrt_proxy.proxy import _answers as answers
+    from agentrt_proxy.proxy import _runtime as runtime
 
     async def call(self: Any, name: str, arguments_text: str | None, ctx: Any) -> dict[str, Any]:
         outcome = await self.tools[name].call(arguments_text)

@@ -24,7 +24,7 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from agentrt_proxy.store import store as store_module
+from agentrt_proxy.store import _store as store_module
 from tests.harness import DEFAULT_RULES, Harness, proxy_harness, text_of
 
 LOG: list[str] = []

@@ -10,7 +10,7 @@ from typing import Any
 
 from agentrt_proxy import canonical
 from agentrt_proxy.gate import Gate, Limits, OfferedTool, ProxyPolicy, ToolRequest
-from agentrt_proxy.gate.leases import RENEWAL_THREAD, LeaseRenewals, RenewalTimer
+from agentrt_proxy.gate._leases import RENEWAL_THREAD, LeaseRenewals, RenewalTimer
 from agentrt_proxy.mcp import outcomes
 from agentrt_proxy.store import Store
 from agentrt_proxy.upstream import ToolSpec

@@ -29,7 +29,8 @@ from mcp.shared.message import SessionMessage
 from agentrt_proxy.config import Config, load_config
 from agentrt_proxy.gate import approvals
 from agentrt_proxy.mcp import ServerSession
-from agentrt_proxy.proxy.runtime import open_runtime
+from agentrt_proxy.proxy._runtime import open_runtime
+from agentrt_proxy.proxy._ticker import REAL_TICKER
 from agentrt_proxy.proxy.session import SERVER_INFO, Proxy, run_session
 from agentrt_proxy.store import Store
 from agentrt_proxy.testing import fakebank
@@ -242,11 +243,12 @@ def is_error(result: types.CallToolResult | dict[str, Any]) -> bool:
 
 @asynccontextmanager
 async def proxy_harness(
-    directory: Path, *, pin_first: bool = True, supervision: Any = None, **config_fields: Any
+    directory: Path, *, pin_first: bool = True, supervision: Any = None, ticker: Any = None, **config_fields: Any
 ) -> AsyncIterator[Harness]:
     """Pin the fake bank, start the proxy in-process and connect the SDK client to it.
 
-    ``supervision`` (``upstream.Supervision``) replaces the restart backoff of the servers."""
+    ``supervision`` (``upstream.Supervision``) replaces the restart backoff of the servers;
+    ``ticker`` (``tests/task_ticks.ManualTicker``) the real pace of the tasks' waits."""
     config_path = write_config(directory, **config_fields)
     config = load_config(config_path)
     if pin_first:
@@ -256,7 +258,14 @@ async def proxy_harness(
 
     async def opener(cfg: Config, write_stderr: Any, shutting_down: anyio.Event, **links: Any) -> Any:
         return await open_runtime(
-            cfg, write_stderr, shutting_down, clock=clock, hold_poll=0.02, supervision=supervision, **links
+            cfg,
+            write_stderr,
+            shutting_down,
+            clock=clock,
+            hold_poll=0.02,
+            supervision=supervision,
+            ticker=ticker or REAL_TICKER,
+            **links,
         )
 
     proxy = Proxy(config, stderr.append, opener=opener)

@@ -20,7 +20,8 @@ import anyio
 import pytest
 
 from agentrt_proxy import canonical
-from agentrt_proxy.cli import pin, recheck
+from agentrt_proxy.cli import _pin as pin
+from agentrt_proxy.cli import _recheck as recheck
 from agentrt_proxy.config import Config, load_config
 from agentrt_proxy.gate import (
     ALLOWED,
@@ -184,7 +185,7 @@ def short_runs(tmp_path: Path, connector: Any = fake_wire) -> tuple[Path, list[s
 
 def timed_out_run(tmp_path: Path) -> tuple[Path, str]:
     """timeoutPay: an allowed payment times out; its re-run waits on an interruption
-    approval, which is approved, and the re-run is collected (as calls.py's _rerun does)."""
+    approval, which is approved, and the re-run is collected (as _calls.py's _rerun does)."""
     config_path = write_config(tmp_path, bank_rules({"outcome": "allow", "timeout": "300ms"}))
     rec = recorder(config_path)
     args = '{"to":"kim","amount":7}'
@@ -257,7 +258,7 @@ def recorded(tmp_path: Path) -> tuple[Path, list[str]]:
 
 WRITER = textwrap.dedent("""
     import sys
-    from agentrt_proxy.store.store import Store
+    from agentrt_proxy.store._store import Store
     store = Store.open(sys.argv[1])
     with store.write() as tx:
         tx.append(sys.argv[2], "", "2026-01-01T00:00:00Z", "writer.opened", None)

@@ -1,8 +1,12 @@
 """The strict JSON boundary, the one Go-compatible encoder, the one Go quote, request keys and
-content hashes."""
+content hashes.
 
-from agentrt_proxy.canonical.quoting import go_quote
-from agentrt_proxy.canonical.strict import (
+A module whose name begins with an underscore is the package's own (as h11 marks its modules):
+nothing outside ``canonical`` imports it; callers import the names above from ``canonical``, or a
+public module (``clock``, ``durations``, ``encoder``…) by its name.
+"""
+
+from agentrt_proxy.canonical._strict import (
     MAX_DEPTH,
     MAX_EXPONENT,
     MAX_NUMBER_LENGTH,
@@ -18,7 +22,8 @@ from agentrt_proxy.canonical.strict import (
     sha256_hex,
     to_python,
 )
-from agentrt_proxy.canonical.values import JSONBoundaryError, Number
+from agentrt_proxy.canonical._values import JSONBoundaryError, Number
+from agentrt_proxy.canonical.quoting import go_quote
 
 __all__ = [
     "MAX_DEPTH",

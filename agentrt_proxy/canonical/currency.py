@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentrt_proxy.canonical.values import Number
+from agentrt_proxy.canonical._values import Number
 
 __all__ = ["currency_code"]
 

@@ -11,7 +11,7 @@ import functools
 import re
 from datetime import datetime, timezone
 
-from agentrt_proxy.canonical import messages as M
+from agentrt_proxy.canonical import _messages as M
 from agentrt_proxy.errors import InvalidValue
 
 NANOSECOND = 1

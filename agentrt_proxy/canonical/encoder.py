@@ -41,8 +41,8 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from agentrt_proxy.canonical import messages as M
-from agentrt_proxy.canonical.values import JSONBoundaryError, Number
+from agentrt_proxy.canonical import _messages as M
+from agentrt_proxy.canonical._values import JSONBoundaryError, Number
 
 __all__ = [
     "CANONICAL",

@@ -20,9 +20,9 @@ import json
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from agentrt_proxy.canonical import messages as M
+from agentrt_proxy.canonical import _messages as M
+from agentrt_proxy.canonical._values import Number
 from agentrt_proxy.canonical.encoder import SCHEMA, encode, string_writer
-from agentrt_proxy.canonical.values import Number
 from agentrt_proxy.errors import InvalidValue
 
 __all__ = [

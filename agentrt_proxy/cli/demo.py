@@ -50,10 +50,13 @@ import sys
 import tempfile
 from pathlib import Path
 
-from agentrt_proxy.cli import demo_calls, demo_changes, demo_crashes, demo_release
-from agentrt_proxy.cli.demo_scene import Scene
-from agentrt_proxy.cli.demo_stage import DemoFailure, first_failure, indented, say, stop_everything, this_program
-from agentrt_proxy.cli.flags import UsageError, parse
+from agentrt_proxy.cli import _demo_calls as demo_calls
+from agentrt_proxy.cli import _demo_changes as demo_changes
+from agentrt_proxy.cli import _demo_crashes as demo_crashes
+from agentrt_proxy.cli import _demo_release as demo_release
+from agentrt_proxy.cli._demo_scene import Scene
+from agentrt_proxy.cli._demo_stage import DemoFailure, first_failure, indented, say, stop_everything, this_program
+from agentrt_proxy.cli._flags import UsageError, parse
 from agentrt_proxy.text import demo_text as words
 
 __all__ = ["command", "main"]

@@ -30,101 +30,101 @@ from agentrt_proxy.text.cli_text import (
 
 
 def _serve(args: list[str]) -> int:
-    from agentrt_proxy.cli import serve
+    from agentrt_proxy.cli import _serve as serve
 
     return serve.command(args)
 
 
 def _pin(args: list[str]) -> int:
-    from agentrt_proxy.cli import pin
+    from agentrt_proxy.cli import _pin as pin
 
     return pin.pin_command(args)
 
 
 def _check(args: list[str]) -> int:
-    from agentrt_proxy.cli import pin
+    from agentrt_proxy.cli import _pin as pin
 
     return pin.check_command(args)
 
 
 def _scan(args: list[str]) -> int:
-    from agentrt_proxy.cli import scan
+    from agentrt_proxy.cli import _scan as scan
 
     return scan.command(args)
 
 
 def _recheck(args: list[str]) -> int:
-    from agentrt_proxy.cli import recheck
+    from agentrt_proxy.cli import _recheck as recheck
 
     return recheck.command(args)
 
 
 def _runs(args: list[str]) -> int:
-    from agentrt_proxy.cli import reading
+    from agentrt_proxy.cli import _reading as reading
 
     return reading.runs_command(args)
 
 
 def _show(args: list[str]) -> int:
-    from agentrt_proxy.cli import reading
+    from agentrt_proxy.cli import _reading as reading
 
     return reading.show_command(args)
 
 
 def _approve(args: list[str]) -> int:
-    from agentrt_proxy.cli import deciding
+    from agentrt_proxy.cli import _deciding as deciding
 
     return deciding.approve_command(args)
 
 
 def _reject(args: list[str]) -> int:
-    from agentrt_proxy.cli import deciding
+    from agentrt_proxy.cli import _deciding as deciding
 
     return deciding.reject_command(args)
 
 
 def _budget(args: list[str]) -> int:
-    from agentrt_proxy.cli import budget
+    from agentrt_proxy.cli import _budget as budget
 
     return budget.command(args)
 
 
 def _verify(args: list[str]) -> int:
-    from agentrt_proxy.cli import verify_file
+    from agentrt_proxy.cli import _verify_file as verify_file
 
     if verify_file.wants_file(args):
         return verify_file.command(args)  # an export, offline: no database
-    from agentrt_proxy.cli import verify_chain
+    from agentrt_proxy.cli import _verify_chain as verify_chain
 
     return verify_chain.verify_command(args)
 
 
 def _export(args: list[str]) -> int:
-    from agentrt_proxy.cli import export
+    from agentrt_proxy.cli import _export as export
 
     return export.command(args)
 
 
 def _watch(args: list[str]) -> int:
-    from agentrt_proxy.cli import watch
+    from agentrt_proxy.cli import _watch as watch
 
     return watch.command(args)
 
 
 def _console(args: list[str]) -> int:
-    from agentrt_proxy.cli import console
+    from agentrt_proxy.cli import _console as console
 
     return console.command(args)
 
 
 def _login(args: list[str]) -> int:
-    from agentrt_proxy.cli import login
+    from agentrt_proxy.cli import _login as login
 
     return login.login_command(args)
 
 
 def _logout(args: list[str]) -> int:
-    from agentrt_proxy.cli import login
+    from agentrt_proxy.cli import _login as login
 
     return login.logout_command(args)
 

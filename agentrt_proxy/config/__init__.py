@@ -1,7 +1,13 @@
-"""The configuration: what it is (model), strict loading, the file checks, the reach check."""
+"""The configuration: what it is (model), strict loading, the file checks, the reach check.
 
+A module whose name begins with an underscore is the package's own (as h11 marks its modules):
+nothing outside ``config`` imports it; callers import the names below from ``config``, or ``model``,
+``files`` and ``budget_fields`` by their names.
+"""
+
+from agentrt_proxy.config._loading import load_config, read_rules
+from agentrt_proxy.config._reach import check_reach
 from agentrt_proxy.config.files import check_database_file, read_owned
-from agentrt_proxy.config.loading import load_config, read_rules
 from agentrt_proxy.config.model import (
     ABORT,
     ALLOW,
@@ -19,7 +25,6 @@ from agentrt_proxy.config.model import (
     Rule,
     ServerConfig,
 )
-from agentrt_proxy.config.reach import check_reach
 
 __all__ = [
     "ABORT",

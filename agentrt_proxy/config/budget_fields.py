@@ -15,7 +15,7 @@ from agentrt_proxy.canonical import Number
 from agentrt_proxy.canonical.currency import currency_code
 from agentrt_proxy.canonical.durations import DurationError, parse_go
 from agentrt_proxy.canonical.quoting import go_quote
-from agentrt_proxy.config import messages as T
+from agentrt_proxy.config import _messages as T
 from agentrt_proxy.config.model import DENY, OVER_BUDGET_OUTCOMES, TRUSTED, UNTRUSTED, Budget, ServerConfig
 
 Fail = Callable[[str], NoReturn]

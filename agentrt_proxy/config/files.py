@@ -12,7 +12,7 @@ import os
 import stat
 from pathlib import Path
 
-from agentrt_proxy.config import messages as T
+from agentrt_proxy.config import _messages as T
 from agentrt_proxy.config.model import ConfigError
 
 

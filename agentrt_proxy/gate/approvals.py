@@ -14,9 +14,9 @@ from typing import Any
 from agentrt_proxy import canonical
 from agentrt_proxy.canonical import durations
 from agentrt_proxy.canonical.clock import WALL
+from agentrt_proxy.gate._model import expired, fmt, observation_json, observe
+from agentrt_proxy.gate._transitions import expire_approval, finish_run
 from agentrt_proxy.gate.attempts import INTERRUPTED_SIDE_EFFECT, KIND_INTERRUPTED, interrupted_attempt
-from agentrt_proxy.gate.model import expired, fmt, observation_json, observe
-from agentrt_proxy.gate.transitions import expire_approval, finish_run
 from agentrt_proxy.store import (
     APPROVAL_PENDING,
     APPROVED,

@@ -31,8 +31,8 @@ from agentrt_proxy.store import (
 # The approval kind of a re-run of an attempt whose outcome is unknown (runtime-core §3.1).
 INTERRUPTED_SIDE_EFFECT = "interrupted_side_effect"
 Ended = str  # "cut_off", "timed_out", "refused" or "no_answer"
-NOT_SENT = "not_sent"  # the failure recorded for a request that never reached its server (model.py)
-HTTP_STATUS = "http_status"  # the server refused the request with an HTTP error status (model.py)
+NOT_SENT = "not_sent"  # the failure recorded for a request that never reached its server (_model.py)
+HTTP_STATUS = "http_status"  # the server refused the request with an HTTP error status (_model.py)
 FAILURE_CANCELLED = "cancelled"  # the failure of a call cancelled here (not an MCP task status)
 KIND_INTERRUPTED = "interrupted"  # the kind of an observation whose step was cut off (not a step status)
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from agentrt_proxy.canonical.clock import WALL
 from agentrt_proxy.errors import AgentrtError
-from agentrt_proxy.gate.model import fmt
+from agentrt_proxy.gate._model import fmt
 from agentrt_proxy.store import TERMINAL, Hold, RunStateError, Store, holds
 from agentrt_proxy.store.holds import RELEASED_EVENT
 from agentrt_proxy.text.operator_text import ERR_RELEASE_ALREADY, ERR_RELEASE_NONE, ERR_RELEASE_OPEN_RUN

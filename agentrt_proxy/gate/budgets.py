@@ -20,7 +20,7 @@ from typing import Any
 
 from agentrt_proxy.canonical.durations import format_time_seconds
 from agentrt_proxy.config import Budget
-from agentrt_proxy.gate.amounts import Resolved, Unresolved, resolve, show
+from agentrt_proxy.gate._amounts import Resolved, Unresolved, resolve, show
 from agentrt_proxy.store import HOLD_RELEASED, HOLD_SPENT, Hold, Store, Tx, holds
 
 

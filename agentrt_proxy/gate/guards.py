@@ -18,9 +18,9 @@ from typing import Any
 from agentrt_proxy import canonical
 from agentrt_proxy.canonical.durations import format_go
 from agentrt_proxy.config import TRUSTED, Budget, Config
-from agentrt_proxy.gate.amounts import Unresolved, exact, show
+from agentrt_proxy.gate._amounts import Unresolved, exact, show
+from agentrt_proxy.gate._model import DENY, REQUIRE_APPROVAL, OfferedTool, RunView, ToolRequest
 from agentrt_proxy.gate.budgets import Budgets, Priced
-from agentrt_proxy.gate.model import DENY, REQUIRE_APPROVAL, OfferedTool, RunView, ToolRequest
 from agentrt_proxy.store import APPROVED, Store
 from agentrt_proxy.text.model_text import status_budget_line
 from agentrt_proxy.text.record_text import (

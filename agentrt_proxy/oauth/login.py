@@ -26,12 +26,12 @@ from dataclasses import replace
 
 from agentrt_proxy.canonical.quoting import go_quote
 from agentrt_proxy.config.model import CLIENT_CREDENTIALS, OAuthConfig, ServerConfig
-from agentrt_proxy.oauth import wire
-from agentrt_proxy.oauth.callback import Callback
-from agentrt_proxy.oauth.discovery import AuthServer, Discovery, discover
-from agentrt_proxy.oauth.grants import NONE, Client, auth_method, client_credentials, exchange_code
+from agentrt_proxy.oauth import _wire as wire
+from agentrt_proxy.oauth._callback import Callback
+from agentrt_proxy.oauth._discovery import AuthServer, Discovery, discover
+from agentrt_proxy.oauth._grants import NONE, Client, auth_method, client_credentials, exchange_code
+from agentrt_proxy.oauth._wire import OAuthError
 from agentrt_proxy.oauth.tokens import Token, TokenFile
-from agentrt_proxy.oauth.wire import OAuthError
 from agentrt_proxy.text import oauth_text
 
 __all__ = ["choose_scope", "login", "pkce_pair"]

@@ -22,9 +22,9 @@ from dataclasses import replace
 
 from agentrt_proxy.config.model import ServerConfig
 from agentrt_proxy.mcp.http_auth import challenge_params, is_scope_challenge
-from agentrt_proxy.oauth import grants
+from agentrt_proxy.oauth import _grants as grants
+from agentrt_proxy.oauth._wire import OAuthError
 from agentrt_proxy.oauth.tokens import Token, TokenFile, TokenFileError
-from agentrt_proxy.oauth.wire import OAuthError
 from agentrt_proxy.text import model_text, oauth_text, operator_text
 
 __all__ = ["NoAuthorization", "OAuthAuthorizer", "authorizer_for", "token_state"]

@@ -2,7 +2,7 @@
 
 ``initialize`` is answered at once; the upstream servers connect and the store opens
 concurrently, and ``tools/list`` answers as soon as every upstream has listed. Each
-``tools/call`` goes through the rules across calls (``calls.py``) and the gate. On stdin's
+``tools/call`` goes through the rules across calls (``_calls.py``) and the gate. On stdin's
 end, SIGINT or SIGTERM the proxy accepts no more calls, lets the calls in flight finish and
 be recorded, closes its upstreams and exits 0.
 """
@@ -21,7 +21,7 @@ from agentrt_proxy import __version__
 from agentrt_proxy.config import Config, ConfigError
 from agentrt_proxy.errors import AgentrtError
 from agentrt_proxy.mcp import CallContext, JsonRpcError, ServerSession, open_stdio
-from agentrt_proxy.proxy.host_link import HostLink
+from agentrt_proxy.proxy._host_link import HostLink
 from agentrt_proxy.text import model_text, operator_text
 
 SERVER_INFO = {"name": "gated-tools", "version": __version__}
@@ -97,13 +97,13 @@ class Proxy:
             if self.in_flight == 0:
                 self.idle.set()
 
-    # ---------------------------- resources, prompts, completion (proxy/passthrough)
+    # ---------------------------- resources, prompts, completion (proxy/_passthrough)
 
     @property
     def methods(self) -> frozenset[str]:
         if not any(server.resources or server.prompts for server in self.config.servers):
             return frozenset()  # nothing opted in: the passthrough (and the store it imports) stays unloaded
-        from agentrt_proxy.proxy.passthrough import METHODS
+        from agentrt_proxy.proxy._passthrough import METHODS
 
         return METHODS
 
@@ -119,7 +119,7 @@ class Proxy:
         await self._wait_ready()
         return await self.runtime.passthrough.handle(method, params)
 
-    # ---------------------------------------------- calls answered as tasks (proxy/tasks)
+    # ---------------------------------------------- calls answered as tasks (proxy/_tasks)
 
     serves_tasks = True
 
@@ -226,6 +226,6 @@ async def run_session(proxy: Proxy, session: ServerSession, *, handle_signals: b
 
 def _import_runtime() -> Callable[..., Awaitable[Any]]:
     """The runtime's opener. Lazy on purpose: it imports the gate, the store and the rules."""
-    from agentrt_proxy.proxy.runtime import open_runtime
+    from agentrt_proxy.proxy._runtime import open_runtime
 
     return open_runtime

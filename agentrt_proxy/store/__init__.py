@@ -3,12 +3,16 @@
 Connection and transactions, rows, schema and migrations, the proxy_calls index, leases, the event
 chain, the state table every compare-and-set consults, the operator's read queries (``reads``), and
 the mapping of every sqlite3 error to the store's errors. Code outside the package imports these names from here.
+
+A module whose name begins with an underscore is the package's own (as h11 marks its modules):
+nothing outside ``store`` imports it; callers import the names below from ``store``, or ``holds``
+and ``reads`` by their names.
 """
 
 from agentrt_proxy.store import holds
-from agentrt_proxy.store.audit import PROMPT_GET, RESOURCE_READ, SERVER_REQUEST, PassthroughRead, record_passthrough
-from agentrt_proxy.store.chain import ChainBreak, chain_hash
-from agentrt_proxy.store.errors import (
+from agentrt_proxy.store._audit import PROMPT_GET, RESOURCE_READ, SERVER_REQUEST, PassthroughRead, record_passthrough
+from agentrt_proxy.store._chain import ChainBreak, chain_hash
+from agentrt_proxy.store._errors import (
     ApprovalChanged,
     ApprovalExpired,
     ApprovalHashError,
@@ -32,16 +36,14 @@ from agentrt_proxy.store.errors import (
     UnsafeSchema,
     WouldBlock,
 )
-from agentrt_proxy.store.holds import Hold
-from agentrt_proxy.store.ids import new_id, new_run_id
-from agentrt_proxy.store.inbox import events_after, pending_approvals
-from agentrt_proxy.store.index import ProxyCall
-from agentrt_proxy.store.reads import approval_reason, event_payloads, run_event_pages, runs_window
-from agentrt_proxy.store.replay import APPROVAL_STANDS, Mismatch, call_record
-from agentrt_proxy.store.rows import Approval, Event, Run, RunSummary, Step
-from agentrt_proxy.store.schema import DEFAULT_LEASE_TTL_NS
-from agentrt_proxy.store.state_check import StateReport
-from agentrt_proxy.store.states import (
+from agentrt_proxy.store._ids import new_id, new_run_id
+from agentrt_proxy.store._inbox import events_after, pending_approvals
+from agentrt_proxy.store._index import ProxyCall
+from agentrt_proxy.store._replay import APPROVAL_STANDS, Mismatch, call_record
+from agentrt_proxy.store._rows import Approval, Event, Run, RunSummary, Step
+from agentrt_proxy.store._schema import DEFAULT_LEASE_TTL_NS
+from agentrt_proxy.store._state_check import StateReport
+from agentrt_proxy.store._states import (
     APPROVAL_PENDING,
     APPROVED,
     AWAITING,
@@ -89,11 +91,13 @@ from agentrt_proxy.store.states import (
     TOOL_WITHHELD,
     WAITING,
 )
-from agentrt_proxy.store.store import Store
-from agentrt_proxy.store.tasks import ERA_2025, ERA_EXTENSION, TaskRow, new_task_id
-from agentrt_proxy.store.tx import Tx
-from agentrt_proxy.store.verify import VerifyReport
-from agentrt_proxy.store.withheld import WithheldTool
+from agentrt_proxy.store._store import Store
+from agentrt_proxy.store._tasks import ERA_2025, ERA_EXTENSION, TaskRow, new_task_id
+from agentrt_proxy.store._tx import Tx
+from agentrt_proxy.store._verify import VerifyReport
+from agentrt_proxy.store._withheld import WithheldTool
+from agentrt_proxy.store.holds import Hold
+from agentrt_proxy.store.reads import approval_reason, event_payloads, run_event_pages, runs_window
 from agentrt_proxy.text.record_text import MSG_RUN_STATE
 
 __all__ = [

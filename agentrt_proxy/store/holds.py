@@ -9,7 +9,7 @@ sums are the gate's (exact decimals, never SQL's floats).
 Every write is also an event of its run in the same transaction (``budget.reserved`` per row,
 ``budget.carried``, ``budget.settled``): the rows are state, which anyone who can write the file
 can change (a deleted reservation refills its budget), and ``verify`` holds each row to these
-events (``replay_rows.py``).
+events (``_replay_rows.py``).
 """
 
 from __future__ import annotations
@@ -19,8 +19,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from agentrt_proxy.canonical.durations import format_time
-from agentrt_proxy.store.sqlite_errors import mapped
-from agentrt_proxy.store.states import (
+from agentrt_proxy.store._sqlite_errors import mapped
+from agentrt_proxy.store._states import (
     HOLD,
     HOLD_RELEASED,
     HOLD_RESERVED,
@@ -28,8 +28,8 @@ from agentrt_proxy.store.states import (
     NEW,
     check_move,
 )
-from agentrt_proxy.store.transactions import Database
-from agentrt_proxy.store.tx import Tx
+from agentrt_proxy.store._transactions import Database
+from agentrt_proxy.store._tx import Tx
 
 LIVE = (HOLD_RESERVED, HOLD_SPENT)  # what a budget counts: reserved or spent, never released
 RESERVED_EVENT, CARRIED_EVENT, SETTLED_EVENT = "budget.reserved", "budget.carried", "budget.settled"

@@ -12,8 +12,8 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
-from agentrt_proxy.store.rows import Approval, Event, RunSummary
-from agentrt_proxy.store.store import Store
+from agentrt_proxy.store._rows import Approval, Event, RunSummary
+from agentrt_proxy.store._store import Store
 
 PAGE = 500
 APPROVAL_REQUESTED = "approval.requested"  # the event transitions.request_approval appends

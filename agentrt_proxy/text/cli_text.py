@@ -77,7 +77,7 @@ A host starts it as a stdio server: {{"command": "python3", "args": ["/path/agen
 operator's lines go to standard error, which the host keeps in its log.
 """
 
-# verify's state check (cli/verify_state.py): the state tables held against the chain.
+# verify's state check (cli/_verify_state.py): the state tables held against the chain.
 STATE_AGREES = (
     "state: {runs} run(s), {approvals} approval(s), {calls} call(s): every row agrees with the chain, as do "
     "{steps} step(s), {specs} tool spec(s), {holds} budget reservation(s) and {tasks} task(s)"
@@ -156,7 +156,7 @@ def help_text() -> str:
     return SCOPE + "\n" + USAGE
 
 
-# export and verify -file (cli/export.py, cli/verify_file.py): the audit trail as a file.
+# export and verify -file (cli/_export.py, cli/_verify_file.py): the audit trail as a file.
 EXPORT_BAD_FORMAT = "-format must be jsonl or csv, not {text}"
 EXPORT_BAD_SINCE = "-since must be a time (2025-01-31T00:00:00Z) or a duration ago (24h), not {text}"
 EXPORT_WROTE = "export: {count} event(s), seq {first}..{last}, written to {path}; head {head_seq}:{head_hash}"
@@ -181,14 +181,14 @@ VERIFY_FILE_HEAD_MISSING = "kept head: seq {seq} is not in the export"
 VERIFY_FILE_HEAD_CHANGED = "kept head: seq {seq} is {found} in the export, not {kept}: the trail was rewritten"
 VERIFY_FILE_NEED_PATH = "-file needs the path of an export"
 
-# watch (cli/watch*.py): the operator's inbox.
+# watch (cli/_watch*.py): the operator's inbox.
 WATCH_NO_NOTIFIER = "watch: no {tool} on this machine: no desktop notifications; the view goes on"
 WATCH_NO_NOTIFIER_PLATFORM = "watch: no desktop notifier is known on this platform; the view goes on"
 WATCH_NOTIFY_TITLE = "agentrt-proxy: an approval waits"
 WATCH_NOTIFY_BODY = "{tool} ({kind}): {summary}"
 # osascript's one line: AppleScript showing the notification (body and title already quoted for it).
 WATCH_APPLESCRIPT = "display notification {body} with title {title}"
-WATCH_NOTIFY_CONSOLE = "{body}; decide at {url}"  # a console runs for this database (cli/console_beacon.py)
+WATCH_NOTIFY_CONSOLE = "{body}; decide at {url}"  # a console runs for this database (cli/_console_beacon.py)
 WATCH_EXEC_EMPTY = "-exec needs a command"
 WATCH_EXEC_FAILED = "watch: -exec {command}: {detail}; the view goes on"
 WATCH_NOTIFY_FAILED = "watch: {tool}: {detail}; the view goes on"
@@ -227,7 +227,7 @@ def unexpected_error(command: str, err: BaseException, traceback_file: str | Non
     )
 
 
-# login and logout (cli/login.py, docs/oauth.md): an OAuth server's token.
+# login and logout (cli/_login.py, docs/oauth.md): an OAuth server's token.
 LOGIN_OPEN = "open this URL in a browser to authorize server {server}:\n\n  {url}\n"
 LOGIN_WAITING = "waiting up to {seconds}s for the authorization to come back to {redirect}"
 LOGIN_DONE = "server {server}: logged in at {issuer}; {expiry}; scopes: {scopes}; the token is kept in {path}"
@@ -236,7 +236,7 @@ LOGIN_NO_SERVER = "the configuration has no server {server}"
 LOGOUT_DONE = "server {server}: its token is deleted from {path}"
 LOGOUT_NONE = "server {server}: no token was held in {path}"
 
-# pin, its review and its scan (cli/pin.py, cli/pin_review.py, cli/review_view.py, cli/pin_scan.py).
+# pin, its review and its scan (cli/_pin.py, cli/_pin_review.py, cli/_review_view.py, cli/_pin_scan.py).
 NEEDS_CONFIG = "-config <file> is required and nothing follows it"
 ACCEPT_NEEDS_EXPECT = "-accept SERVER needs -expect FINGERPRINT, the fingerprint its review printed"
 EXPECT_NEEDS_ACCEPT = "-expect and -tools go with -accept SERVER"
@@ -265,26 +265,26 @@ HARD_FINDING_UNRECORDED = (
     "server {q_server}: {tool} has a hard {rule} finding the pin did not record; review it and pin again"
 )
 
-# The flags every subcommand parses (cli/flags.py), in the words of Go's flag package.
+# The flags every subcommand parses (cli/_flags.py), in the words of Go's flag package.
 FLAG_NOT_WHOLE = "invalid value {text!r} for flag -{name}: not a whole number"
 FLAG_OUT_OF_RANGE = "invalid value {text!r} for flag -{name}: value out of range"
 FLAG_NOT_BOOLEAN = "invalid boolean value {value!r} for -{name}"
 FLAG_NEEDS_VALUE = "flag needs an argument: -{name}"
 FLAG_UNKNOWN = "flag provided but not defined: -{name}"
 
-# login's other words (cli/login.py).
+# login's other words (cli/_login.py).
 LOGIN_USAGE = "-config <file> and one SERVER name are required"
 LOGIN_NO_EXPIRY = "the server gave no expiry"
 LOGIN_EXPIRES = "it expires in {minutes} min"
 LOGIN_LISTENER = "the proxy's loopback listener"
 
-# scan (cli/scan.py).
+# scan (cli/_scan.py).
 SCAN_UNREADABLE = "{file}: {error}"
 SCAN_NOT_JSON = "{file}: not JSON: {error}"
 SCAN_NOT_TOOLS = '{file}: expected a tools/list result ({{"tools": [...]}}) or an array of tool objects'
 SCAN_SUMMARY = "scanned {tools} tools: {hard} hard, {soft} soft finding(s)\n"
 SCAN_ONE_SOURCE = "give one of -config FILE or -tools FILE, and nothing else"
 
-# verify -file (cli/verify_file.py).
+# verify -file (cli/_verify_file.py).
 VERIFY_FILE_NOT_HEADER = "not an export's header"
 VERIFY_FILE_NOT_RECORD = "not an export's record"

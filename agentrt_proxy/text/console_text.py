@@ -1,4 +1,4 @@
-"""What the operator reads in the console (cli/console*.py): its terminal lines and its pages.
+"""What the operator reads in the console (cli/_console*.py): its terminal lines and its pages.
 
 Every value filled in here was sanitized (``escaping``) by the caller and is HTML-escaped by the
 page builder; these are the console's own words only.

@@ -1,6 +1,6 @@
 """What loading a server tells the operator: ``check``'s and ``serve``'s report lines on its
 tools, prompts and resources, and why a server or its manifest cannot be loaded
-(upstream/registry.py, upstream/manifest.py, upstream/passthrough_pins.py).
+(upstream/_registry.py, upstream/_manifest.py, upstream/passthrough_pins.py).
 
 No model reads these (why one tool is withheld, which a model may read, is in ``pin_text``).
 Values are filled in sanitized or quoted by the caller.
@@ -52,7 +52,7 @@ PROMPT_OFFERED = "{server}: offered prompt {prompt} as {name}"
 PROMPT_WITHHELD = "{server}: withheld prompt {prompt}: {why}"
 PROMPT_GONE = "{server}: pinned prompt {prompt}: the server no longer offers it"
 
-# ------------------------------------------------------------------ serving's start (servers.py, loaded_tool.py)
+# ------------------------------------------------------------------ serving's start (_servers.py, loaded_tool.py)
 LIST_TOOLS_BAD_SCHEMA = "mcp: server {q_server}: list tools: tool {q_tool}: input schema: {error}"
 SERVER_MANIFEST_ERROR = "server {q_server}: manifest: {error}"
 SERVER_FAILED = "mcp: server {q_server}: {kind}"

@@ -412,7 +412,7 @@ def progress_waiting() -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# Calls answered as MCP tasks (proxy/tasks.py, docs/decisions/0020): a task's status message,
+# Calls answered as MCP tasks (proxy/_tasks.py, docs/decisions/0020): a task's status message,
 # the answer of a task withdrawn before its approval, and the JSON-RPC errors of tasks/*.
 # ---------------------------------------------------------------------------------------------
 

@@ -5,7 +5,7 @@ is told about a server that needs a login). Values are filled in quoted or escap
 
 from __future__ import annotations
 
-# ------------------------------------------------------------------------------ the browser's callback (callback.py)
+# ------------------------------------------------------------------------------ the browser's callback (_callback.py)
 CALLBACK_WRONG_ISSUER = "the callback's iss {q_iss} is not the issuer {q_issuer} (RFC 9207)"
 CALLBACK_NO_ISSUER = "the callback carries no iss, which the issuer {q_issuer} advertises (RFC 9207)"
 CALLBACK_ERROR = "the authorization server answered {error}{detail}"
@@ -14,7 +14,7 @@ CALLBACK_NO_CODE = "the callback carries no code"
 CALLBACK_CANNOT_LISTEN = "cannot listen on 127.0.0.1:{port} for the callback: {error}"
 CALLBACK_TIMED_OUT = "no authorization came back within {seconds}s"
 
-# ------------------------------------------------------------------------------ discovery (discovery.py)
+# ------------------------------------------------------------------------------ discovery (_discovery.py)
 SERVER_METADATA_NO_ENDPOINTS = "the authorization server metadata at {q_url} names no authorization or token endpoint"
 SERVER_METADATA_OTHER_ISSUER = (
     "the authorization server metadata at {q_url} is for issuer {q_named}, not {q_issuer} (RFC 8414 §3.3)"
@@ -27,14 +27,14 @@ NEEDS_NO_LOGIN = (
     "it needs no login"
 )
 
-# ------------------------------------------------------------------------------ the token endpoint (grants.py, wire.py)
+# ---------------------------------------------------------------------------- the token endpoint (_grants.py, _wire.py)
 TOKEN_ENDPOINT_ANSWERED = "the token endpoint {q_endpoint} answered {error}"
 TOKEN_ENDPOINT_NO_TOKEN = "the token endpoint {q_endpoint} answered no access_token"
 TOKEN_ENDPOINT_NOT_BEARER = "the token endpoint {q_endpoint} issued a {q_kind} token, not a Bearer one"
 NO_REFRESH_TOKEN = "the token cannot be refreshed: the authorization server issued no refresh token"
 ANSWER_TOO_LONG = "the answer from {q_url} is longer than {most} bytes"
 
-# ------------------------------------------------------------------------------ the client's key (jwt_assertion.py)
+# ------------------------------------------------------------------------------ the client's key (_jwt_assertion.py)
 SIGNATURE_DEGENERATE = "the ES256 signature came out degenerate"
 KEY_NOT_EC = "not an EC private key"
 KEY_NOT_P256 = "the key is not on P-256"

@@ -36,7 +36,7 @@ def operator_unknown(run_id: str, tool: str, ended: str) -> str:
     return operator_line(f"run {run_id}: a call to {tool} {how}; its outcome is unknown")
 
 
-# What became of a call whose outcome the database refused (proxy/execute.py, _not_recorded).
+# What became of a call whose outcome the database refused (proxy/_execute.py, _not_recorded).
 NOT_RECORDED_EXECUTED = "executed (its server answered)"
 NOT_RECORDED_MAYBE = "may have executed (no answer came back)"
 NOT_RECORDED_NOT_SENT = "was never sent to its server"
@@ -75,7 +75,7 @@ def could_not_take_over(run_id: str, tool: str, detail: str) -> str:
 
 
 # A step of a call's handling that failed, said on an error line (``operator_error``): the run, what
-# the proxy was doing, and the store's or the gate's reason (proxy/begin, execute, settling).
+# the proxy was doing, and the store's or the gate's reason (proxy/_begin, execute, settling).
 REOPEN_NOT_FINISHED = "run {run_id}: asking again about an unknown outcome: the request's run {run_id} has not finished"
 REOPEN_NO_APPROVAL = "run {run_id}: asking again about an unknown outcome: no approval was opened"
 READING_ATTEMPT_FAILED = "run {run_id}: reading the attempt: {detail}"
@@ -84,7 +84,7 @@ CLOSING_FAILED = "run {run_id}: closing: {detail}"
 
 def not_recorded(goal: str, detail: str) -> str:
     """A resource read, a prompt or a relayed request whose record the database refused: its
-    answer is withheld (proxy/passthrough, proxy/forwarding)."""
+    answer is withheld (proxy/_passthrough, proxy/_forwarding)."""
     return operator_line(f"{goal}: not recorded: {detail}")
 
 
@@ -92,7 +92,7 @@ def not_recorded(goal: str, detail: str) -> str:
 COULD_NOT_OPEN = "the proxy could not open"
 
 # An invariant of the code broken: a bug, never an input's fault. The one frame in cli/main.py
-# shows it on one line and writes the traceback to a file (proxy/calls, proxy/reading, gate/model).
+# shows it on one line and writes the traceback to a file (proxy/_calls, proxy/_reading, gate/_model).
 BUG_UNAPPLIED_ACTION = "the rules answered an action nothing applies: {action!r}"
 BUG_ROWS_WITHOUT_KEY = "a request with no key has no rows: the rules begin it at once"
 BUG_UNKNOWN_READ = "no such read of the index: {which}"
@@ -253,7 +253,7 @@ def op_prompt(verb: str, approval_id: str, run_id: str) -> str:
     return f"{verb} approval {approval_id} of run {run_id}? [y/N] "
 
 
-# budget release (gate/budget_release.py, cli/budget.py)
+# budget release (gate/budget_release.py, cli/_budget.py)
 ERR_RELEASE_OPEN_RUN = (
     "run {run_id} is {status}: only an ended run's reservation can be released "
     "(decide its approval or cancel it first)"
@@ -346,7 +346,7 @@ def op_model_usage(calls: int, input_tokens: int, output_tokens: int) -> str:
 OP_NO_EVENTS = "no events"
 OP_EVENTS = "events"
 
-# A run that a host follows as an MCP task (proxy/tasks.py): its line in show, its cell in runs.
+# A run that a host follows as an MCP task (proxy/_tasks.py): its line in show, its cell in runs.
 OP_TASK_COLUMN = "TASK"
 OP_TASK_RESULT_DROPPED = " (its result was dropped after its time to live; the run's record keeps what happened)"
 
@@ -423,7 +423,7 @@ MSG_STEP_NOT_FOUND = "agentrt: step {step_id} not found"
 ERR_NOT_SETTABLE = "not a settable column: {columns}"
 MSG_CLAIM_LOST = "proxy: the open call for this request is {current}, not {prev}"
 
-# A bug, never an answer: a compare-and-set asked for a move the state table (store/states.py)
+# A bug, never an answer: a compare-and-set asked for a move the state table (store/_states.py)
 # does not hold. ``what`` is "run", "step <id>", "approval <id>" or "call <row id>".
 ERR_ILLEGAL_MOVE = (
     "agentrt: illegal transition in run {run_id}: {what} {from_state} -> {to_state} is not an allowed move"
@@ -435,7 +435,7 @@ ERR_STORE_GONE = "agentrt: the database {path} was deleted or replaced while it 
 
 # =============================================================================================
 # What a scan finding asks of the model (decision 0022): one line per finding, beside its span.
-# The scanner says it as a code (``Finding.ask``, listed in ``scan.rules.ASKS``) and an object
+# The scanner says it as a code (``Finding.ask``, listed in ``scan.ASKS``) and an object
 # (a tool, an address, a parameter); these are its words.
 # =============================================================================================
 
@@ -496,7 +496,7 @@ def scan_explanation(rule: str, severity: str, ask: str, target: str) -> str:
     return template.format(target=shown)
 
 
-# OAuth servers (oauth/serving.py, cli/pin.py's check): what the operator does about a token.
+# OAuth servers (oauth/serving.py, cli/_pin.py's check): what the operator does about a token.
 def oauth_login_needed(server: str, config: str, why: str) -> str:
     return operator_line(
         f"server {go_quote(server)} refused its OAuth token ({why}); its calls answer that nothing was sent "

@@ -47,11 +47,11 @@ SCHEMA_NOT_OBJECT = "the input schema is not a JSON object"
 SCHEMA_NOT_OBJECT_SCHEMA = 'the input schema is not an object schema ("type":"object")'
 FIXED_NOT_JSON = "the fixed value for {parameter} is not valid JSON"
 
-# The whole load's refusals of one tool (upstream/registry.py).
+# The whole load's refusals of one tool (upstream/_registry.py).
 NAME_TAKEN = "the name {name} is already taken by tool {remote}"
 SCAN_REFUSED = "refused at pin by the scan's hard findings ({rules}); never offered"
 
-# Why a server's prompt is withheld (upstream/passthrough_routes.py, upstream/pins.py).
+# Why a server's prompt is withheld (upstream/_passthrough_routes.py, upstream/pins.py).
 PROMPT_NAMELESS = "a prompt without a name"
 PROMPT_ARGUMENTS_NOT_ARRAY = "prompt {name!r}: arguments is not an array"
 PROMPT_ARGUMENT_NAMELESS = "prompt {name!r}: an argument without a name"

@@ -8,7 +8,7 @@ from __future__ import annotations
 from agentrt_proxy.text.model_text import ENDED_HOW
 
 # =============================================================================================
-# The policy's reasons, questions and notices (gate/policy.py)
+# The policy's reasons, questions and notices (gate/_policy.py)
 # =============================================================================================
 
 REASON_NO_POLICY = 'no policy for side effect "{cls}"'
@@ -33,7 +33,7 @@ REASON_UNPRICED_BUDGET = (
     'budget "{budget}" covers tool {name}, whose rule declares no amount field, so every call to it is refused'
 )
 REASON_UNRESOLVED = 'the amount could not be resolved: the field "{field}" is {why}'
-# why a declared amount or currency field resolves to nothing a budget can count (gate/amounts.py)
+# why a declared amount or currency field resolves to nothing a budget can count (gate/_amounts.py)
 WHY_ABSENT = "absent"
 WHY_NOT_A_NUMBER = "not a JSON number"
 WHY_NEGATIVE = "negative"
@@ -87,7 +87,7 @@ ERR_CANNOT_CANCEL = "agentrt: run {run_id} is {status} and cannot be cancelled"
 
 
 # =============================================================================================
-# The runtime's decisions, observations and run details (gate/model.py)
+# The runtime's decisions, observations and run details (gate/_model.py)
 # =============================================================================================
 
 ERR_NO_KIND = "decision has no kind"
@@ -104,7 +104,7 @@ SUMMARY_ABORTED = "aborted: {reason}"
 SUMMARY_DENIED_RESUME = "denied on resume: {reason}"
 SUMMARY_ABORTED_RESUME = "aborted on resume: {reason}"
 SUMMARY_REJECTED = "approval rejected: {note}"
-# A task withdrawn before its approval was decided (proxy/tasks.py): the approval is rejected
+# A task withdrawn before its approval was decided (proxy/_tasks.py): the approval is rejected
 # in the host's name, and the record says why.
 WITHDRAWN_BY_HOST = "host:tasks/cancel"
 WITHDRAWN_BY_TTL = "host:task-ttl"
@@ -136,7 +136,7 @@ ERR_NOT_SENT = "{tool}: nothing was sent to the server: {detail}"
 
 
 # =============================================================================================
-# The gate's refusals (gate/session.py)
+# The gate's refusals (gate/_session.py)
 # =============================================================================================
 
 ERR_SESSION_CLOSED = "agentrt: the session is closed"
@@ -149,7 +149,7 @@ ERR_LIMITS = "agentrt: limits need max_steps, max_consecutive_tool_failures and 
 
 
 # =============================================================================================
-# Collection and takeover refusals (gate/attach.py)
+# Collection and takeover refusals (gate/_attach.py)
 # =============================================================================================
 
 ERR_TERMINAL = "agentrt: run {run_id} is {status} and cannot be resumed"
@@ -161,7 +161,7 @@ DETAIL_SCHEMA = "its arguments do not match the current schema: {error}"
 
 
 # =============================================================================================
-# The store's refusals and the chain's findings (store/store.py)
+# The store's refusals and the chain's findings (store/_store.py)
 # =============================================================================================
 
 MSG_RUN_STATE = "agentrt: run {run_id} is not {expected}"
@@ -173,7 +173,7 @@ MSG_HASH_MISMATCH = "the stored hash is not the one the event's fields and the p
 ERR_TX_FAILED = "agentrt: the write transaction was rolled back: a write inside it failed"
 MSG_RUN_ID_TAKEN = "proxy: run id {run_id} is another call's: drawing a new one"
 
-# The state rows held against the chain (store/replay.py): "<table> <key>: ...".
+# The state rows held against the chain (store/_replay.py): "<table> <key>: ...".
 STATE_ROW_FIELD = "{table} {key_or_run_id}: {column} is {found}; the chain says {expected}"
 STATE_ROW_MISSING = "{table} {key_or_run_id}: no row; the chain says {expected}"
 STATE_ROW_UNEXPLAINED = "{table} {key_or_run_id}: no event in the chain explains this row"
@@ -200,7 +200,7 @@ STATE_A_TIME = "a time"
 
 
 # =============================================================================================
-# Opening the database refused (store/schema.py)
+# Opening the database refused (store/_schema.py)
 # =============================================================================================
 
 MSG_SYMLINK = "agentrt: {path} is a symbolic link: refusing to open a database through a link"
@@ -238,11 +238,11 @@ DETAIL_UNKNOWN_RECONCILIATION = "unknown reconciliation {action}"
 
 
 # =============================================================================================
-# A server's request relayed to the host (proxy/forwarding): the answer the server gets, recorded
+# A server's request relayed to the host (proxy/_forwarding): the answer the server gets, recorded
 # =============================================================================================
 
 FORWARD_NO_CAPABILITY = "the host declared no {capability} capability: {method} is refused"
-# The goal of a server's request relayed to the host, as its record names it (store/audit.py).
+# The goal of a server's request relayed to the host, as its record names it (store/_audit.py).
 GOAL_RELAYED = "{target} from {server} to the host"
 FORWARD_NOT_RECORDED = "the relayed request could not be recorded, so the host's answer is withheld"
 

@@ -22,10 +22,10 @@ from agentrt_proxy import canonical
 from agentrt_proxy.canonical import JSONBoundaryError, Number, schema_form
 from agentrt_proxy.config import READ_ONLY, SIDE_EFFECTS, TOOL_NAME_PATTERN, Rule, ServerConfig
 from agentrt_proxy.text import escaping, pin_text
+from agentrt_proxy.upstream._spec import ToolSpec
 from agentrt_proxy.upstream.loaded_tool import LoadedTool, Upstream, known_answer_pattern
 from agentrt_proxy.upstream.pins import LiveTool, Manifest, PinnedTool
 from agentrt_proxy.upstream.review import pin_drift
-from agentrt_proxy.upstream.spec import ToolSpec
 from agentrt_proxy.upstream.withholding import CHANGED_SINCE_PIN, REFUSED_BY_CHECK, REMOVED_UPSTREAM
 
 __all__ = [
@@ -188,7 +188,7 @@ _IMPORTING_JSONSCHEMA = threading.Lock()
 def load_jsonschema() -> None:
     """Import jsonschema (and the validators built on it) in one thread at a time. Serving
     imports it from two worker threads at once (this check while the upstreams load, and the
-    gate's import in ``proxy.runtime.open_runtime``); two threads meeting inside its import
+    gate's import in ``proxy._runtime.open_runtime``); two threads meeting inside its import
     cycle make Python refuse one of them ("deadlock detected by _ModuleLock"), and the proxy
     could not start. Once imported, this costs a lock and a dictionary lookup."""
     with _IMPORTING_JSONSCHEMA:
@@ -201,7 +201,7 @@ def load_jsonschema() -> None:
 def _accept(name: str, side_effect: str, timeout: int, restricted_text: str, schema: Any) -> Any:
     """The runtime's own acceptance of the tool spec (proxy-and-mcp-module §1.11 check 13)."""
     # Imported here, not at the top: jsonschema costs ~60 ms, and serving spawns the
-    # upstreams before it is loaded (proxy.runtime.open_runtime); only this check needs it.
+    # upstreams before it is loaded (proxy._runtime.open_runtime); only this check needs it.
     load_jsonschema()
     import jsonschema.exceptions
     import referencing.exceptions

@@ -18,8 +18,8 @@ from agentrt_proxy.canonical import JSONBoundaryError, Number
 from agentrt_proxy.mcp.outcomes import Result, ToolOutcome
 from agentrt_proxy.mcp.results import InputRequired
 from agentrt_proxy.text import escaping, load_text, record_text
-from agentrt_proxy.upstream.display import ToolDisplay
-from agentrt_proxy.upstream.spec import ToolSpec
+from agentrt_proxy.upstream._display import ToolDisplay
+from agentrt_proxy.upstream._spec import ToolSpec
 
 __all__ = ["CallRefused", "LoadedTool", "OnProgress", "Upstream", "is_known_answer", "known_answer_pattern"]
 
@@ -76,7 +76,7 @@ class LoadedTool:
     hint_mismatch: str
     known_answer: re.Pattern[str]
     upstream: Upstream | None = None
-    display: ToolDisplay = field(default_factory=ToolDisplay)  # from the live listing (``upstream.display``)
+    display: ToolDisplay = field(default_factory=ToolDisplay)  # from the live listing (``upstream._display``)
 
     @property
     def description(self) -> str:

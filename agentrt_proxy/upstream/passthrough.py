@@ -5,7 +5,7 @@ A server passes its resources through with ``"resources": true`` and its prompts
 every such server's pages (bounded as ``tools/list`` is: ``mcp.spec``); URIs are kept and routed
 to the server that listed them (``passthrough_routes``); prompts are offered under the host's
 name only while they equal their pins. The server's answers to reads go back as the exact text
-it sent. Nothing here records or relays: ``proxy/passthrough`` does, around these requests.
+it sent. Nothing here records or relays: ``proxy/_passthrough`` does, around these requests.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from agentrt_proxy.mcp.jsonrpc import ErrorResponse, Response
 from agentrt_proxy.mcp.spans import SpanError, find_span, iter_elements
 from agentrt_proxy.text import load_text, model_text
 from agentrt_proxy.text.escaping import go_quote
-from agentrt_proxy.upstream.passthrough_routes import OfferedPrompt, PromptDecision, Routes, decide_prompts
+from agentrt_proxy.upstream._passthrough_routes import OfferedPrompt, PromptDecision, Routes, decide_prompts
 from agentrt_proxy.upstream.pins import PinnedPrompt
 
 __all__ = ["PASSTHROUGH_TIMEOUT", "Passthrough", "ReadAnswer", "list_live_prompts"]
@@ -128,7 +128,7 @@ class Passthrough:
         self.decisions: dict[str, PromptDecision] = {}  # server -> its prompts' last decision
         self._warned: set[tuple[str, str, str]] = set()
         # Called with (server, method) as text that server chose is about to reach the host (a
-        # listing's descriptions, an answer, an error's message); proxy/passthrough taints with it.
+        # listing's descriptions, an answer, an error's message); proxy/_passthrough taints with it.
         # A read or a prompt is tainted there instead, with the run that records it.
         self.on_server_text: Callable[[str, str], object] = lambda _server, _method: None
 

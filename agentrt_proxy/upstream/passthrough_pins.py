@@ -14,11 +14,11 @@ from typing import Any
 from agentrt_proxy.config import ServerConfig
 from agentrt_proxy.mcp.errors import TransportError
 from agentrt_proxy.text import escaping, load_text
+from agentrt_proxy.upstream._passthrough_routes import decide_prompts
+from agentrt_proxy.upstream._registry import LoadError, offers
+from agentrt_proxy.upstream._registry import capabilities_of as _capabilities
 from agentrt_proxy.upstream.passthrough import Passthrough, list_live_prompts
-from agentrt_proxy.upstream.passthrough_routes import decide_prompts
 from agentrt_proxy.upstream.pins import PinnedPrompt, PromptShapeError, pin_prompt
-from agentrt_proxy.upstream.registry import LoadError, offers
-from agentrt_proxy.upstream.registry import capabilities_of as _capabilities
 
 __all__ = ["passthrough_report", "pin_prompts"]
 

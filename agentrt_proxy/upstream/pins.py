@@ -12,7 +12,7 @@ from agentrt_proxy import canonical
 from agentrt_proxy.canonical import schema_form
 from agentrt_proxy.errors import InvalidValue
 from agentrt_proxy.text import pin_text
-from agentrt_proxy.upstream.display import ToolDisplay
+from agentrt_proxy.upstream._display import ToolDisplay
 
 __all__ = [
     "LiveTool",

@@ -26,8 +26,8 @@ from typing import Any
 from agentrt_proxy import canonical
 from agentrt_proxy.canonical import schema_form
 from agentrt_proxy.text import pin_text
+from agentrt_proxy.upstream._review_schema import NARROWING, TEXT, WIDENING, SchemaChange, schema_changes
 from agentrt_proxy.upstream.pins import LiveTool, Manifest, PinnedPrompt, PinnedTool
-from agentrt_proxy.upstream.review_schema import NARROWING, TEXT, WIDENING, SchemaChange, schema_changes
 
 __all__ = [
     "HINT_DEFAULTS",

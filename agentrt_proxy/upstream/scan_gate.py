@@ -34,7 +34,7 @@ from agentrt_proxy.scan import (
     tool_definition,
 )
 from agentrt_proxy.text import escaping, load_text, operator_text
-from agentrt_proxy.upstream.manifest import ManifestError, read_manifest
+from agentrt_proxy.upstream._manifest import ManifestError, read_manifest
 from agentrt_proxy.upstream.pins import LiveTool, Manifest, PinnedTool, ScanRecord
 
 __all__ = [

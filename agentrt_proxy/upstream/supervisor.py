@@ -34,9 +34,9 @@ from agentrt_proxy.config import ServerConfig
 from agentrt_proxy.mcp.errors import NotSentError
 from agentrt_proxy.mcp.outcomes import NotSent, ToolOutcome
 from agentrt_proxy.text import load_text, model_text, operator_text, pin_text
-from agentrt_proxy.upstream.display import ToolDisplay, hints_of
+from agentrt_proxy.upstream._display import ToolDisplay, hints_of
+from agentrt_proxy.upstream._registry import ListingFn, LoadError, LoadReport, UpstreamConnection, decide
 from agentrt_proxy.upstream.pins import LiveTool, Manifest
-from agentrt_proxy.upstream.registry import ListingFn, LoadError, LoadReport, UpstreamConnection, decide
 from agentrt_proxy.upstream.withholding import (
     REFUSED_BY_CHECK,
     REMOVED_UPSTREAM,

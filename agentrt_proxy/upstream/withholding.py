@@ -3,7 +3,7 @@
 A tool the load checks refuse (``checks.build``) carries one reason from the small set below;
 ``withheld_facts`` adds a short detail (which fields differ from the pin, the hashes pinned and
 seen) so the operator's console, a process of its own, can show it from the database
-(``store/withheld.py``) without listing the server again.
+(``store/_withheld.py``) without listing the server again.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Names, not strings (issue 23): a status, a run's reason or a policy's outcome is written as a
 literal only where it is defined, so renaming one cannot silently break a rule that compares it.
 
-The homes: ``store/states.py`` (run, step, approval, hold and task statuses; runs.reason),
+The homes: ``store/_states.py`` (run, step, approval, hold and task statuses; runs.reason),
 ``config/model.py`` (the policy's outcomes) and ``mcp/tasks_wire.py`` (the MCP task statuses,
 which the store imports). Not counted: docstrings, the ``text/`` package's sentences, ``__all__``,
 and field names (a dict display's key, a subscript, the key of ``.get``/``.pop``/``.setdefault``):
@@ -17,24 +17,24 @@ from pathlib import Path
 import agentrt_proxy
 from agentrt_proxy.config import model as config_model
 from agentrt_proxy.mcp import tasks_wire
-from agentrt_proxy.store import states
+from agentrt_proxy.store import _states as states
 
 PACKAGE = Path(agentrt_proxy.__file__).resolve().parent
-HOMES = {"store/states.py", "config/model.py", "mcp/tasks_wire.py"}
+HOMES = {"store/_states.py", "config/model.py", "mcp/tasks_wire.py"}
 FIELD_METHODS = {"get", "pop", "setdefault"}
 
 # (module, literal) -> (how many times, why it is another vocabulary that merely shares a spelling)
 ALLOWED: dict[tuple[str, str], tuple[int, str]] = {
-    ("cli/console_read.py", "failed"): (1, "FILTER_FAILED: the console's run filter, not a step's status"),
-    ("cli/demo_crashes.py", "INTERRUPTED"): (2, "the word a model's answer starts with, not a run's status"),
+    ("cli/_console_read.py", "failed"): (1, "FILTER_FAILED: the console's run filter, not a step's status"),
+    ("cli/_demo_crashes.py", "INTERRUPTED"): (2, "the word a model's answer starts with, not a run's status"),
     ("cli/demo.py", "interrupted"): (1, "the demo's own failure line on Ctrl-C"),
-    ("config/loading.py", "deny"): (1, "the rule's field name: the list of denied parameters"),
+    ("config/_loading.py", "deny"): (1, "the rule's field name: the list of denied parameters"),
     ("gate/attempts.py", "interrupted"): (1, "KIND_INTERRUPTED: an observation's kind"),
     ("gate/attempts.py", "cancelled"): (1, "FAILURE_CANCELLED: an attempt's failure, cancelled here"),
-    ("gate/model.py", "pending"): (1, "PENDING: a verdict's outcome (the call awaits an approval)"),
-    ("gate/model.py", "completed"): (1, "RECONCILE_COMPLETED: what a takeover's reconciliation found"),
+    ("gate/_model.py", "pending"): (1, "PENDING: a verdict's outcome (the call awaits an approval)"),
+    ("gate/_model.py", "completed"): (1, "RECONCILE_COMPLETED: what a takeover's reconciliation found"),
     ("mcp/_http_listen.py", "failed"): (1, "Listen.FAILED: a standalone HTTP stream's ending"),
-    ("store/replay_rows.py", "executing"): (1, "_EXECUTING: a replayed call's phase"),
+    ("store/_replay_rows.py", "executing"): (1, "_EXECUTING: a replayed call's phase"),
 }
 
 
@@ -89,7 +89,7 @@ def test_a_status_reason_or_outcome_is_written_as_a_literal_only_in_its_home() -
         for (module, word), n in sorted(found.items())
         if n > ALLOWED.get((module, word), (0, ""))[0]
     }
-    assert not unexplained, f"use the named constant (store/states, config/model, mcp/tasks_wire): {unexplained}"
+    assert not unexplained, f"use the named constant (store/_states, config/model, mcp/tasks_wire): {unexplained}"
 
 
 def test_every_allowed_same_spelled_word_is_still_there() -> None:

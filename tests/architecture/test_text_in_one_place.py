@@ -5,9 +5,9 @@ literals and f-strings: four or more words (two of them plain words), not a docs
 other bare string statement), not markup, not a SQL statement and not a regular expression.
 ``agentrt_proxy/text/`` is where they live; ``config`` cannot import ``text`` (the two are
 independent siblings of one layer in the import contracts), so its messages live in
-``config/messages.py``, one module apart; so do those of the lower layers, which may import
-only ``canonical`` and ``errors``: ``mcp/_messages.py``, ``scan/messages.py`` and
-``canonical/messages.py``.
+``config/_messages.py``, one module apart; so do those of the lower layers, which may import
+only ``canonical`` and ``errors``: ``mcp/_messages.py``, ``scan/_messages.py`` and
+``canonical/_messages.py``.
 
 ``MOVED`` names the packages and modules whose sentences were moved: they hold none. Every
 other module may hold at most the count ``RATCHET`` allows it now; a module not in ``RATCHET``
@@ -32,57 +32,57 @@ MIN_PLAIN_WORDS = 2  # words of letters alone: "{scheme}://{host}/{path} {x}" is
 # Where sentences live.
 HOMES = (
     "agentrt_proxy.text",
-    "agentrt_proxy.config.messages",
+    "agentrt_proxy.config._messages",
     "agentrt_proxy.mcp._messages",
-    "agentrt_proxy.scan.messages",
-    "agentrt_proxy.canonical.messages",
+    "agentrt_proxy.scan._messages",
+    "agentrt_proxy.canonical._messages",
 )
 
 # Packages and modules whose sentences were moved to a home: they hold none.
 MOVED = (
-    "agentrt_proxy.cli.deciding",
+    "agentrt_proxy.cli._deciding",
     "agentrt_proxy.cli.demo",
-    "agentrt_proxy.cli.demo_calls",
-    "agentrt_proxy.cli.demo_changes",
-    "agentrt_proxy.cli.demo_crashes",
-    "agentrt_proxy.cli.demo_release",
-    "agentrt_proxy.cli.demo_scene",
-    "agentrt_proxy.cli.demo_stage",
-    "agentrt_proxy.cli.flags",
-    "agentrt_proxy.cli.login",
+    "agentrt_proxy.cli._demo_calls",
+    "agentrt_proxy.cli._demo_changes",
+    "agentrt_proxy.cli._demo_crashes",
+    "agentrt_proxy.cli._demo_release",
+    "agentrt_proxy.cli._demo_scene",
+    "agentrt_proxy.cli._demo_stage",
+    "agentrt_proxy.cli._flags",
+    "agentrt_proxy.cli._login",
     "agentrt_proxy.cli.main",
-    "agentrt_proxy.cli.operator_frame",
-    "agentrt_proxy.cli.operator_views",
-    "agentrt_proxy.cli.pin",
-    "agentrt_proxy.cli.pin_review",
-    "agentrt_proxy.cli.pin_scan",
-    "agentrt_proxy.cli.reading",
-    "agentrt_proxy.cli.recheck_report",
-    "agentrt_proxy.cli.review_view",
-    "agentrt_proxy.cli.scan",
-    "agentrt_proxy.cli.serve",
-    "agentrt_proxy.cli.verify_chain",
-    "agentrt_proxy.cli.verify_file",
-    "agentrt_proxy.cli.watch_out",
-    "agentrt_proxy.cli.watch_screen",
+    "agentrt_proxy.cli._operator_frame",
+    "agentrt_proxy.cli._operator_views",
+    "agentrt_proxy.cli._pin",
+    "agentrt_proxy.cli._pin_review",
+    "agentrt_proxy.cli._pin_scan",
+    "agentrt_proxy.cli._reading",
+    "agentrt_proxy.cli._recheck_report",
+    "agentrt_proxy.cli._review_view",
+    "agentrt_proxy.cli._scan",
+    "agentrt_proxy.cli._serve",
+    "agentrt_proxy.cli._verify_chain",
+    "agentrt_proxy.cli._verify_file",
+    "agentrt_proxy.cli._watch_out",
+    "agentrt_proxy.cli._watch_screen",
     "agentrt_proxy.config",
     "agentrt_proxy.gate",
     "agentrt_proxy.mcp",
     "agentrt_proxy.scan",
     "agentrt_proxy.oauth",
     "agentrt_proxy.proxy",
-    "agentrt_proxy.store.audit",
-    "agentrt_proxy.store.tx",
+    "agentrt_proxy.store._audit",
+    "agentrt_proxy.store._tx",
     "agentrt_proxy.upstream.checks",
     "agentrt_proxy.upstream.loaded_tool",
-    "agentrt_proxy.upstream.manifest",
+    "agentrt_proxy.upstream._manifest",
     "agentrt_proxy.upstream.passthrough",
     "agentrt_proxy.upstream.passthrough_pins",
-    "agentrt_proxy.upstream.passthrough_routes",
+    "agentrt_proxy.upstream._passthrough_routes",
     "agentrt_proxy.upstream.pins",
-    "agentrt_proxy.upstream.registry",
+    "agentrt_proxy.upstream._registry",
     "agentrt_proxy.upstream.scan_gate",
-    "agentrt_proxy.upstream.servers",
+    "agentrt_proxy.upstream._servers",
     "agentrt_proxy.upstream.supervisor",
     "agentrt_proxy.upstream.validation",
 )
@@ -90,13 +90,13 @@ MOVED = (
 # The sentences each module still holds, counted when the walk was written. Only down.
 RATCHET: dict[str, int] = {
     "agentrt_proxy.canonical.durations": 1,  # Go's duration format "{sign}{h}h{m}m{s}", no sentence
-    "agentrt_proxy.cli.console_assets": 2,
-    "agentrt_proxy.cli.console_guard": 1,
-    "agentrt_proxy.store.sqlite_errors": 6,  # SQLite's own messages, matched, not said
-    "agentrt_proxy.store.states": 39,  # each move's reason in the state table, a docstring kept as data
+    "agentrt_proxy.cli._console_assets": 2,
+    "agentrt_proxy.cli._console_guard": 1,
+    "agentrt_proxy.store._sqlite_errors": 6,  # SQLite's own messages, matched, not said
+    "agentrt_proxy.store._states": 39,  # each move's reason in the state table, a docstring kept as data
     "agentrt_proxy.testing.fakebank": 9,  # a fake server's own words (its errors, its tool), not the proxy's
     "agentrt_proxy.upstream.review": 2,  # change kinds: one vocabulary of labels, -json's "kind" values
-    "agentrt_proxy.upstream.review_schema": 3,  # the same vocabulary (mostly two-word labels the walk skips)
+    "agentrt_proxy.upstream._review_schema": 3,  # the same vocabulary (mostly two-word labels the walk skips)
 }
 
 SQL = re.compile(

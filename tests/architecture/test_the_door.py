@@ -22,7 +22,7 @@ CONFIG_REFERENCE = ROOT / "docs" / "configuration.md"
 OPERATOR_GUIDE = ROOT / "docs" / "operator.md"
 README = ROOT / "README.md"
 
-# The methods of config/loading's field reader (`_Object`) that take a field's name.
+# The methods of config/_loading's field reader (`_Object`) that take a field's name.
 FIELD_READERS = frozenset({"get", "string", "boolean", "strings", "duration", "number"})
 # A README a newcomer reads in ten minutes, at about 200 words a minute.
 README_WORDS = 2_000

@@ -192,3 +192,59 @@ def test_the_lower_layers_import_nothing_above_them(module: str) -> None:
         if not target.startswith(allowed) and target != "agentrt_proxy"
     )
     assert bad == []
+
+
+def package_of(module: str) -> str:
+    """The package a module belongs to: ``agentrt_proxy.store`` for ``agentrt_proxy.store._tx``."""
+    return ".".join(module.split(".")[:2]) if module.count(".") >= 2 else module
+
+
+def is_private(module: str) -> bool:
+    last = module.rpartition(".")[2]
+    return last.startswith("_") and not last.startswith("__")
+
+
+def importers() -> dict[str, set[str]]:
+    """Each module of the package and the modules that import it (type-only and lazy imports count)."""
+    parsed = list(modules())
+    known = {name for name, _, _ in parsed}
+    found: dict[str, set[str]] = {name: set() for name in known}
+    for name, path, tree in parsed:
+        for target in imported_modules(name, path, tree, known):
+            found[target].add(name)
+    return found
+
+
+# Public though no module of the program imports them, each for the reason given.
+DOORS_WITHOUT_AN_IMPORTER = {
+    "agentrt_proxy.testing.fakebank",  # the demo runs it as a server by name (runpy, cli/_demo_stage)
+}
+
+
+def test_no_module_outside_a_package_imports_its_private_modules() -> None:
+    """A module named ``_x`` is its package's own (as h11 marks its modules): callers import the
+    package, or one of its public modules."""
+    trespass = sorted(
+        f"{importer} -> {module}"
+        for module, by in importers().items()
+        if is_private(module)
+        for importer in by
+        if package_of(importer) != package_of(module)
+    )
+    assert trespass == []
+
+
+def test_a_module_only_its_own_package_imports_is_marked_private() -> None:
+    """A module nothing outside its package imports is that package's own, and its name says so;
+    the package's ``__init__`` and ``__main__`` and the doors listed above are the exceptions."""
+    by = importers()
+    assert len(by) > 150  # the walk itself sees the package's modules
+    unmarked = sorted(
+        module
+        for module, importers_of in by.items()
+        if module.count(".") >= 2
+        and not module.rpartition(".")[2].startswith("_")
+        and module not in DOORS_WITHOUT_AN_IMPORTER
+        and all(package_of(i) == package_of(module) for i in importers_of)
+    )
+    assert unmarked == []

@@ -13,7 +13,7 @@ PACKAGE = Path(agentrt_proxy.__file__).resolve().parent
 DESIGN = PACKAGE.parent / "docs" / "design.md"
 HEADING = "## One tools/call, module by module"
 
-STOP = re.compile(r"^(\d+)\. `([a-z_]+/[a-z_]+)`:", re.MULTILINE)  # "12. `gate/attach`: ..."
+STOP = re.compile(r"^(\d+)\. `([a-z_]+/[a-z_]+)`:", re.MULTILINE)  # "12. `gate/_attach`: ..."
 NAMED = re.compile(r"`([a-z_]+/[a-z_]+)(?:\.[A-Za-z_]+)?`")  # any `pkg/module` (or `pkg/module.name`)
 GLOB = re.compile(r"`([a-z_]+)/\*`")  # a whole package, `store/*`
 # MCP methods are written the same way (`tools/call`): their namespaces are no package.
@@ -52,8 +52,8 @@ def test_every_module_the_walk_names_exists() -> None:
 
 
 def test_the_checks_find_a_missing_module_and_a_stop_listed_twice() -> None:
-    assert exists("proxy/calls") and exists("gate/attach")
+    assert exists("proxy/_calls") and exists("gate/_attach")
     assert not exists("proxy/no_such_module")
-    listed = "1. `proxy/calls`: decides.\n2. `gate/gate`: attaches.\n3. `proxy/calls`: again.\n"
+    listed = "1. `proxy/_calls`: decides.\n2. `gate/_gate`: attaches.\n3. `proxy/_calls`: again.\n"
     names = [name for _, name in STOP.findall(listed)]
-    assert [name for name in names if names.count(name) > 1] == ["proxy/calls", "proxy/calls"]
+    assert [name for name in names if names.count(name) > 1] == ["proxy/_calls", "proxy/_calls"]

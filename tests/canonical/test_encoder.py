@@ -16,6 +16,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agentrt_proxy.canonical._values import JSONBoundaryError, Number
 from agentrt_proxy.canonical.encoder import (
     CANONICAL,
     MANIFEST,
@@ -30,7 +31,6 @@ from agentrt_proxy.canonical.encoder import (
     encode,
     go_json,
 )
-from agentrt_proxy.canonical.values import JSONBoundaryError, Number
 
 CHARS = list('ab<>&\u2028\u2029"\\/\n\r\t\b\f\x00\x01\x1f\x7f\x85é😀 \u202e')
 SURROGATES = ["\ud800", "\udbff", "\udc00", "\udfff"]

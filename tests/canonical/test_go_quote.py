@@ -13,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agentrt_proxy import canonical
+from agentrt_proxy.canonical._strict import JSONBoundaryError
 from agentrt_proxy.canonical.quoting import go_escape, go_quote
-from agentrt_proxy.canonical.strict import JSONBoundaryError
 from agentrt_proxy.mcp import spec
 from agentrt_proxy.text import escaping
 

@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from agentrt_proxy.cli import flags, main
-from agentrt_proxy.cli.flags import UsageError
+from agentrt_proxy.cli import _flags as flags
+from agentrt_proxy.cli import main
+from agentrt_proxy.cli._flags import UsageError
 from agentrt_proxy.text import cli_text
 
 SCOPE_PHRASES = [

@@ -1,4 +1,4 @@
-"""The console's rules of admission (cli/console_guard.py) and its beacon (cli/console_beacon.py),
+"""The console's rules of admission (cli/_console_guard.py) and its beacon (cli/_console_beacon.py),
 one table each: pure functions, no socket."""
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from agentrt_proxy.cli import console_beacon
-from agentrt_proxy.cli.console_guard import SECURITY_HEADERS, Guard
+from agentrt_proxy.cli import _console_beacon as console_beacon
+from agentrt_proxy.cli._console_guard import SECURITY_HEADERS, Guard
 
 PORT = 43117
 

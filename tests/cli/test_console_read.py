@@ -1,11 +1,11 @@
 """What the console's read-only pages read besides the database: the manifests' scan records
-and the configured budgets (cli/console_read.py), from files a test writes."""
+and the configured budgets (cli/_console_read.py), from files a test writes."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from agentrt_proxy.cli import console_read
+from agentrt_proxy.cli import _console_read as console_read
 from agentrt_proxy.config import load_config
 from agentrt_proxy.store import Store
 from agentrt_proxy.upstream import write_manifest
@@ -51,7 +51,7 @@ HOSTILE_DETAIL = "the description changed since the pin; <script>alert(1)</scrip
 def test_a_withheld_tool_is_listed_escaped_and_bounded_as_show_escapes_and_the_page_never_carries_it_raw(
     tmp_path: Path,
 ) -> None:
-    from agentrt_proxy.cli import console_pages
+    from agentrt_proxy.cli import _console_pages as console_pages
 
     store = Store.open(str(tmp_path / "proxy.db"))
     try:

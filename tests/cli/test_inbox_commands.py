@@ -7,7 +7,8 @@ import getpass
 
 import pytest
 
-from agentrt_proxy.cli import main, who
+from agentrt_proxy.cli import _who as who
+from agentrt_proxy.cli import main
 from agentrt_proxy.text import operator_text
 
 

@@ -15,7 +15,10 @@ from typing import Any
 
 import pytest
 
-from agentrt_proxy.cli import deciding, main, reading, verify_chain
+from agentrt_proxy.cli import _deciding as deciding
+from agentrt_proxy.cli import _reading as reading
+from agentrt_proxy.cli import _verify_chain as verify_chain
+from agentrt_proxy.cli import main
 from agentrt_proxy.gate import approve_shown
 from agentrt_proxy.store import Store
 from tests.operator_fixtures import TOOL, Waiting, _Terminal, approval_row, one_clear_line, pause_run

@@ -13,8 +13,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from agentrt_proxy.cli import recheck_engine
-from agentrt_proxy.cli.recheck_report import DIFFERENT, SAME
+from agentrt_proxy.cli import _recheck_engine as recheck_engine
+from agentrt_proxy.cli._recheck_report import DIFFERENT, SAME
 from agentrt_proxy.config import load_config
 from agentrt_proxy.gate import (
     ALLOWED,

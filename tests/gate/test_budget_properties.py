@@ -34,7 +34,7 @@ from agentrt_proxy.config import Budget
 from agentrt_proxy.gate import INTERRUPTED_SIDE_EFFECT, OfferedTool, RunView, ToolRequest, approvals, budget_release
 from agentrt_proxy.gate.budgets import Budgets, Priced, settlement
 from agentrt_proxy.gate.guards import Guards
-from agentrt_proxy.proxy.guarded import Guarded
+from agentrt_proxy.proxy._guarded import Guarded
 from agentrt_proxy.store import APPROVAL_PENDING, COMPLETED, RUNNING, Approval, Store
 from tests.gate_fixtures import FakeClock, specs
 

@@ -11,7 +11,7 @@ import threading
 import pytest
 
 from agentrt_proxy.errors import StoreUnavailable
-from agentrt_proxy.gate.leases import LeaseRenewals
+from agentrt_proxy.gate._leases import LeaseRenewals
 from tests.gate_fixtures import SECOND, FakeClock, ManualTimer
 
 pytestmark = pytest.mark.anyio

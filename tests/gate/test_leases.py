@@ -68,7 +68,7 @@ def test_another_gate_takes_a_run_over_only_once_its_lease_has_passed_by_the_wal
 def test_an_answer_that_comes_after_a_takeover_is_kept_as_a_late_outcome_the_operator_is_shown(
     store: Store,
 ) -> None:
-    from agentrt_proxy.cli.late_outcomes import late_outcome_lines
+    from agentrt_proxy.cli._late_outcomes import late_outcome_lines
     from agentrt_proxy.gate import LATE_OUTCOME_EVENT
 
     wall = FakeClock()

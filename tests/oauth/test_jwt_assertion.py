@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from agentrt_proxy.oauth.jwt_assertion import assertion, private_scalar, sign
-from agentrt_proxy.oauth.wire import OAuthError
+from agentrt_proxy.oauth._jwt_assertion import assertion, private_scalar, sign
+from agentrt_proxy.oauth._wire import OAuthError
 
 # RFC 6979 A.2.5: P-256, SHA-256, message "sample".
 RFC_KEY = 0xC9AFA9D845BA75166B5C215767B1D6934E50C3DB36E89B127B8A622B120F6721

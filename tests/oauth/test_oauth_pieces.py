@@ -15,8 +15,8 @@ import pytest
 from agentrt_proxy.config import ConfigError, load_config
 from agentrt_proxy.config.model import OAuthConfig
 from agentrt_proxy.mcp.http_auth import challenge_params, is_scope_challenge
-from agentrt_proxy.oauth.callback import _judge
-from agentrt_proxy.oauth.discovery import (
+from agentrt_proxy.oauth._callback import _judge
+from agentrt_proxy.oauth._discovery import (
     AuthServer,
     Discovery,
     canonical_resource,

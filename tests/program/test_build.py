@@ -196,7 +196,7 @@ def test_the_zip_on_pythonpath_wins_over_installed_copies(fresh_pyz: Path, tmp_p
 BYTECODE_PROBE = r"""
 import json, sys
 sys.path.insert(0, sys.argv[1])
-from agentrt_proxy.store import tx
+from agentrt_proxy.store import _tx as tx
 code = tx.Tx.update_run.__code__
 print(json.dumps({
     "from_pyc": tx.__file__.endswith(".pyc"),

@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from agentrt_proxy.cli.recheck_report import DIFFERENT
+from agentrt_proxy.cli._recheck_report import DIFFERENT
 from agentrt_proxy.text import recheck_text
-from agentrt_proxy.upstream import servers
+from agentrt_proxy.upstream import _servers as servers
 from tests.conftest import run_program
 from tests.recheck_fixtures import UPSTREAM_LANDED, bank_rules, policy_error_run, short_runs, write_config
 

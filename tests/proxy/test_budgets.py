@@ -273,7 +273,7 @@ async def test_the_status_tool_answers_what_remains_of_the_budgets_covering_a_to
 
 
 async def test_recheck_rebuilds_budget_decisions_from_the_spending_recorded_with_them(tmp_path: Path) -> None:
-    from agentrt_proxy.cli.recheck_engine import recheck_run
+    from agentrt_proxy.cli._recheck_engine import recheck_run
     from agentrt_proxy.config import load_config
     from agentrt_proxy.gate import ProxyPolicy
     from tests.harness import write_config

@@ -21,7 +21,7 @@ import pytest
 
 from agentrt_proxy.canonical.encoder import go_json
 from agentrt_proxy.store import Store, StoreError
-from agentrt_proxy.store import store as store_mod
+from agentrt_proxy.store import _store as store_mod
 from tests.harness import REPO, is_error, proxy_harness, text_of
 
 PAY_BOB = {"to": "bob", "amount": 25}

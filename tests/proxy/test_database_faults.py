@@ -24,7 +24,7 @@ pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
 
 PAY: dict[str, Any] = {**DEFAULT_RULES, "pay": {"side_effect": "remote_mutation", "timeout": "20s", "outcome": "allow"}}
 BLOCKED_PAYMENT = {"to": "kim", "amount": 7, "mode": "block"}
-PAST_THE_BUSY_TIMEOUT = 6.5  # the store waits 5 s for a lock (store/connection.BUSY_TIMEOUT_MS)
+PAST_THE_BUSY_TIMEOUT = 6.5  # the store waits 5 s for a lock (store/_connection.BUSY_TIMEOUT_MS)
 
 
 @contextmanager

@@ -1,4 +1,4 @@
-"""The relay of a server's sampling and elicitation (proxy/forwarding, issue 25, item 7), against a
+"""The relay of a server's sampling and elicitation (proxy/_forwarding, issue 25, item 7), against a
 host that declares what a test says and a real store: what the server is answered, what is
 recorded, and what taints the process for clean-context tools."""
 
@@ -11,8 +11,8 @@ import anyio
 import pytest
 
 from agentrt_proxy.canonical.clock import WALL
-from agentrt_proxy.proxy.forwarding import Forwarding
-from agentrt_proxy.proxy.guarded import UntrustedSource
+from agentrt_proxy.proxy._forwarding import Forwarding
+from agentrt_proxy.proxy._guarded import UntrustedSource
 from agentrt_proxy.store import Store
 
 pytestmark = pytest.mark.anyio

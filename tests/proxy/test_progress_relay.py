@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from agentrt_proxy.mcp import CallContext
-from agentrt_proxy.proxy.progress import HOLD, UPSTREAM, ProgressMerge, ProgressRelay, ProgressStep
+from agentrt_proxy.proxy._progress import HOLD, UPSTREAM, ProgressMerge, ProgressRelay, ProgressStep
 from tests.waiting import until
 
 

@@ -14,8 +14,8 @@ import pytest
 from agentrt_proxy import canonical
 from agentrt_proxy.canonical.encoder import Raw
 from agentrt_proxy.mcp.jsonrpc import encode
-from agentrt_proxy.proxy import answers
-from agentrt_proxy.proxy.rules import duplicate_outcome
+from agentrt_proxy.proxy import _answers as answers
+from agentrt_proxy.proxy._rules import duplicate_outcome
 from agentrt_proxy.store import Step
 from agentrt_proxy.testing.fakebank import TINY_PNG
 from agentrt_proxy.text import model_text

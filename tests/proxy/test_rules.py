@@ -1,7 +1,7 @@
-"""The rules across calls as a pure decision (``proxy/rules.py``), from rows built here.
+"""The rules across calls as a pure decision (``proxy/_rules.py``), from rows built here.
 
 No database, no process, no sleep: a ``World`` holds index rows, runs, steps and approvals
-in memory and answers the reads the rules ask for as ``store/index.py`` would (copies, so
+in memory and answers the reads the rules ask for as ``store/_index.py`` would (copies, so
 the rules never see a later change unless they read again), and writes the settlements
 they find. Each case names what the call's request has behind it and what the rules do.
 """
@@ -18,8 +18,8 @@ import pytest
 
 from agentrt_proxy.canonical.durations import MINUTE, SECOND, format_time
 from agentrt_proxy.gate import Attempt
-from agentrt_proxy.proxy import rules
-from agentrt_proxy.proxy.actions import (
+from agentrt_proxy.proxy import _rules as rules
+from agentrt_proxy.proxy._actions import (
     Action,
     AskUnknown,
     AwaitApproval,
@@ -34,7 +34,7 @@ from agentrt_proxy.proxy.actions import (
     SettleEmpty,
     TakeOver,
 )
-from agentrt_proxy.proxy.view import (
+from agentrt_proxy.proxy._view import (
     ATTEMPTS,
     FOR_KEY,
     UNKNOWN_FOR_TOOL,
@@ -214,7 +214,7 @@ class World:
         """What an effect did to a run (the gate's attach, a close)."""
         self.histories[run_id] = history
 
-    # the reads, as store/index.py and store/store.py make them
+    # the reads, as store/_index.py and store/_store.py make them
     def rows_for(self, which: str, key: str, tool: str) -> tuple[ProxyCall, ...]:
         rows = self.rows
         if which == FOR_KEY:

@@ -20,7 +20,7 @@ from agentrt_proxy.config import load_config
 from agentrt_proxy.gate import Gate, proxy_limits
 from agentrt_proxy.gate import approvals as approvals_mod
 from agentrt_proxy.mcp import JsonRpcError
-from agentrt_proxy.proxy import answers
+from agentrt_proxy.proxy import _answers as answers
 from agentrt_proxy.proxy.session import Proxy
 from agentrt_proxy.store import Store
 from agentrt_proxy.text import model_text

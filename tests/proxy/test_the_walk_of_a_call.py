@@ -30,7 +30,7 @@ pytestmark = pytest.mark.anyio
 
 FLOOR = ("store", "canonical", "text")  # the packages every stop stands on (the walk's own words)
 # Entered by the proxy's own background work, never by the call: the task owner's loop.
-BACKGROUND = ("agentrt_proxy.proxy.tasks", "agentrt_proxy.proxy.task_requests", "agentrt_proxy.store.tasks")
+BACKGROUND = ("agentrt_proxy.proxy._tasks", "agentrt_proxy.proxy._task_requests", "agentrt_proxy.store._tasks")
 
 
 def as_dotted(name: str) -> str:

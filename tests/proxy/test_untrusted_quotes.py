@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from agentrt_proxy.gate import attempts
-from agentrt_proxy.proxy import answers
-from agentrt_proxy.proxy.guarded import UntrustedSource
-from agentrt_proxy.proxy.task_requests import TaskNews
+from agentrt_proxy.proxy import _answers as answers
+from agentrt_proxy.proxy._guarded import UntrustedSource
+from agentrt_proxy.proxy._task_requests import TaskNews
 from agentrt_proxy.store import TaskRow
 from tests.harness import DEFAULT_RULES, is_error, proxy_harness, text_of
 

@@ -1,4 +1,4 @@
-"""Group commit on the event loop (store/group_commit.py, docs/decisions/0023): the write units
+"""Group commit on the event loop (store/_group_commit.py, docs/decisions/0023): the write units
 of calls in flight share one COMMIT, a failing unit undoes only itself, and nobody resumes
 before the COMMIT that holds what it wrote."""
 
@@ -15,7 +15,7 @@ import anyio
 import pytest
 
 from agentrt_proxy.store import Store
-from agentrt_proxy.store.group_commit import Group, GroupLost
+from agentrt_proxy.store._group_commit import Group, GroupLost
 
 pytestmark = pytest.mark.anyio
 

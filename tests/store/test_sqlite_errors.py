@@ -24,8 +24,8 @@ from agentrt_proxy.store import (
     StoreReadOnly,
     StoreUnavailable,
 )
-from agentrt_proxy.store.connection import connect
-from agentrt_proxy.store.sqlite_errors import kind_of, map_sqlite_errors
+from agentrt_proxy.store._connection import connect
+from agentrt_proxy.store._sqlite_errors import kind_of, map_sqlite_errors
 
 # sqlite's message for each kind, and the result code Python 3.11+ puts beside it
 KINDS: list[tuple[str, int, type[StoreUnavailable]]] = [

@@ -14,8 +14,8 @@ import pytest
 
 from agentrt_proxy.gate import attempts
 from agentrt_proxy.store import Approval, Event, ProxyCall
-from agentrt_proxy.store import replay as replay_module
-from agentrt_proxy.store.replay import Mismatch, Replay, call_record
+from agentrt_proxy.store import _replay as replay_module
+from agentrt_proxy.store._replay import Mismatch, Replay, call_record
 
 AT = "2026-01-01T00:00:0{}Z"
 

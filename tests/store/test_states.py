@@ -1,4 +1,4 @@
-"""The state machine as one table (``store/states.py``): every allowed move, walked through the
+"""The state machine as one table (``store/_states.py``): every allowed move, walked through the
 real ``Tx`` and ``CallIndex`` on a database, ends in its state; a sample of moves the table does
 not hold raises ``IllegalTransition`` naming the run and both states, having written nothing."""
 
@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from agentrt_proxy.errors import AgentrtError, IllegalTransition
-from agentrt_proxy.store import Approval, Store, Tx, holds, states
-from agentrt_proxy.store.states import APPROVAL, CALL, HOLD, MOVES, NEW, RUN, STEP, TASK, WITHHOLDING
+from agentrt_proxy.store import Approval, Store, Tx, holds
+from agentrt_proxy.store import _states as states
+from agentrt_proxy.store._states import APPROVAL, CALL, HOLD, MOVES, NEW, RUN, STEP, TASK, WITHHOLDING
 
 RUN_ID, STEP_ID, APPROVAL_ID = "s.run", "step-1", "approval-1"
 

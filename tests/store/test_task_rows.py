@@ -1,4 +1,4 @@
-"""The task rows (``store/tasks.py``): created committed, owned by a lease that one proxy holds
+"""The task rows (``store/_tasks.py``): created committed, owned by a lease that one proxy holds
 and another takes over only once it ran out, ended once, expired after their time to live, and
 listed newest first a page at a time. Each test counts rows on a real database."""
 
@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from agentrt_proxy.store import Store, states
+from agentrt_proxy.store import Store
+from agentrt_proxy.store import _states as states
 
 SECOND = 1_000_000_000
 

@@ -17,7 +17,10 @@ import anyio
 import pytest
 
 from agentrt_proxy.gate import Decision, approvals
-from agentrt_proxy.store import Store, VerifyReport, replay, replay_rows, store
+from agentrt_proxy.store import Store, VerifyReport
+from agentrt_proxy.store import _replay as replay
+from agentrt_proxy.store import _replay_rows as replay_rows
+from agentrt_proxy.store import _store as store
 from tests.gate_fixtures import LIMITS, FakeClock, make_gate
 from tests.verify_fixtures import build_honest
 

@@ -1,4 +1,4 @@
-"""The withheld-tool rows (``store/withheld.py``): one check of a server per transaction; a tool
+"""The withheld-tool rows (``store/_withheld.py``): one check of a server per transaction; a tool
 withheld has one open row whose first sighting stays and whose last moves; a tool back on its pin
 has its row cleared and kept; a check that finds everything on its pin commits nothing. Each test
 counts rows on a real database, read by a second connection as the console reads it."""
@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from agentrt_proxy.store import Store, states
-from agentrt_proxy.store.withheld import DETAIL_CHARS, KEPT_CLEARED
+from agentrt_proxy.store import Store
+from agentrt_proxy.store import _states as states
+from agentrt_proxy.store._withheld import DETAIL_CHARS, KEPT_CLEARED
 
 CHANGED = ("changed-since-pin", "the input schema changed since the pin; differs in inputSchema/properties/unit/enum")
 GONE = ("removed-upstream", "the server no longer offers it")

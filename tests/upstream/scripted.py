@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from agentrt_proxy.cli import pin
+from agentrt_proxy.cli import _pin as pin
 from tests.processes import alive
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures"

@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 import pytest
 
-from agentrt_proxy.cli import pin
+from agentrt_proxy.cli import _pin as pin
 from agentrt_proxy.config import load_config
 from agentrt_proxy.mcp.outcomes import NotSent
 from agentrt_proxy.upstream import OpenError, open_servers

@@ -27,7 +27,7 @@ from agentrt_proxy.upstream import LoadError, ManifestError, OpenError
 LOWER_PACKAGES = ("canonical", "config", "mcp", "upstream", "testing", "text")
 
 # Control flow, not errors: each is raised and caught inside one function's walk.
-CONTROL_FLOW = {"agentrt_proxy.canonical.strict._Found", "agentrt_proxy.upstream.checks.Refusal"}
+CONTROL_FLOW = {"agentrt_proxy.canonical._strict._Found", "agentrt_proxy.upstream.checks.Refusal"}
 
 BRANCHES = [
     (JSONBoundaryError, errors.InvalidValue),

@@ -35,8 +35,10 @@ from agentrt_proxy.upstream import (
     live_tool,
     load,
     pin_tool,
-    registry,
     validation,
+)
+from agentrt_proxy.upstream import (
+    _registry as registry,
 )
 
 READ_SCHEMA = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}

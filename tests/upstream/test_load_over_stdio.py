@@ -17,7 +17,8 @@ import pytest
 
 from agentrt_proxy.config import load_config
 from agentrt_proxy.mcp import ConnectError
-from agentrt_proxy.upstream import LoadError, OpenError, is_known_answer, load, open_servers, read_manifest, servers
+from agentrt_proxy.upstream import LoadError, OpenError, is_known_answer, load, open_servers, read_manifest
+from agentrt_proxy.upstream import _servers as servers
 from tests.upstream.scripted import OBJECT, run_check, run_pin, scripted_config, tools_text, write_script
 
 # ------------------------------------------------- proxy-and-mcp-module §5.10 #11: a loaded tool refuses input requests

@@ -11,7 +11,7 @@ import pytest
 from agentrt_proxy.config import ServerConfig
 from agentrt_proxy.mcp import JsonRpcError
 from agentrt_proxy.upstream import Manifest, ManifestError, read_manifest, write_manifest
-from agentrt_proxy.upstream.passthrough_routes import Routes, decide_prompts, template_pattern
+from agentrt_proxy.upstream._passthrough_routes import Routes, decide_prompts, template_pattern
 from agentrt_proxy.upstream.pins import pin_prompt
 
 GREET: dict[str, Any] = {

@@ -17,7 +17,7 @@ from typing import Any
 import anyio
 import pytest
 
-from agentrt_proxy.cli import pin
+from agentrt_proxy.cli import _pin as pin
 from agentrt_proxy.config import load_config
 from agentrt_proxy.upstream import (
     LiveTool,

@@ -8,7 +8,7 @@ import io
 import json
 from pathlib import Path
 
-from agentrt_proxy.cli import pin
+from agentrt_proxy.cli import _pin as pin
 from agentrt_proxy.config import load_config
 from agentrt_proxy.upstream import open_servers, read_manifest
 from tests.upstream.scripted import run_check, scripted_config, write_script

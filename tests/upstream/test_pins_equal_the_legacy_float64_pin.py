@@ -19,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from agentrt_proxy.cli import pin
+from agentrt_proxy.cli import _pin as pin
 from agentrt_proxy.upstream import live_tool, pin_tool, read_manifest
 from tests.upstream.scripted import scripted_config, write_script
 

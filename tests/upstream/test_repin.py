@@ -9,7 +9,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from agentrt_proxy.cli import pin
+from agentrt_proxy.cli import _pin as pin
 from agentrt_proxy.upstream import LiveTool, live_tool, read_manifest
 from tests.upstream.test_pin_and_check import BANK, FakeConnection, FakeWire, bank_rules, pin_all, write_config
 

@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from agentrt_proxy.upstream import live_tool, pin_tool
-from agentrt_proxy.upstream.display import display_of
+from agentrt_proxy.upstream._display import display_of
+from agentrt_proxy.upstream._review_schema import schema_changes
 from agentrt_proxy.upstream.pins import Manifest, pin_prompt
 from agentrt_proxy.upstream.review import (
     NARROWING,
@@ -26,7 +27,6 @@ from agentrt_proxy.upstream.review import (
     review_server,
     review_tools,
 )
-from agentrt_proxy.upstream.review_schema import schema_changes
 
 UNIT = {"type": "string", "enum": ["c", "f"]}
 BASE: dict[str, Any] = {

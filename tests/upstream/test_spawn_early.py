@@ -206,7 +206,7 @@ def test_the_servers_start_before_the_event_loop_the_protocol_code_or_jsonschema
     )
     assert done.returncode == 0, done.stderr
     loaded = set(json.loads(done.stdout))
-    assert "agentrt_proxy.config.loading" in loaded  # the checks ran first
+    assert "agentrt_proxy.config._loading" in loaded  # the checks ran first
     late = {
         "anyio",
         "asyncio",
@@ -214,9 +214,9 @@ def test_the_servers_start_before_the_event_loop_the_protocol_code_or_jsonschema
         "sqlite3",
         "agentrt_proxy.text.model_text",
         "agentrt_proxy.proxy.session",
-        "agentrt_proxy.proxy.runtime",
+        "agentrt_proxy.proxy._runtime",
         "agentrt_proxy.mcp.server",
         "agentrt_proxy.mcp.client",
-        "agentrt_proxy.gate.session",
+        "agentrt_proxy.gate._session",
     }
     assert loaded & late == set()

@@ -1,0 +1,229 @@
+"""The compare-and-set primitives of one open write transaction.
+
+Every status-changing write looks its move up in the state table (``_states.py``) before its
+SQL runs: an illegal one raises ``IllegalTransition`` having written nothing. A lost CAS (the
+row was not in an expected state: someone else moved it) raises ``RunStateError``, which rolls
+the whole transaction back. The gate composes its transitions from these and never sees SQL.
+"""
+
+from __future__ import annotations
+
+import functools
+import sqlite3
+from collections.abc import Mapping, Sequence
+from dataclasses import fields
+from typing import Any
+
+from agentrt_proxy.canonical.encoder import go_json
+from agentrt_proxy.store._chain import chain_hash, head_for_append
+from agentrt_proxy.store._errors import RunStateError
+from agentrt_proxy.store._rows import (
+    APPROVAL_COLS,
+    APPROVAL_SETTABLE,
+    RUN_COLS,
+    RUN_SETTABLE,
+    STEP_SETTABLE,
+    Approval,
+    Event,
+    Run,
+    Step,
+    read_approval,
+    read_latest_approval,
+    read_run,
+    read_step,
+    read_steps,
+)
+from agentrt_proxy.store._sqlite_errors import mapped
+from agentrt_proxy.store._states import APPROVAL, NEW, RUN, STEP, born_illegal, illegal_move, transition_error
+from agentrt_proxy.text.operator_text import ERR_NOT_SETTABLE
+from agentrt_proxy.text.record_text import EXPECTED_RUNNING_LEASED, MSG_RUN_STATE
+
+
+class Tx:
+    """One open IMMEDIATE transaction (made by ``Database.write``)."""
+
+    def __init__(self, conn: sqlite3.Connection, stored_specs: frozenset[str] | set[str] = frozenset()) -> None:
+        self._c = conn
+        self._head: tuple[int, str] | None = None  # the chain head: read once, advanced by append (runtime-core §8.2)
+        self.specs_written: set[str] = set()  # tool_specs hashes this transaction wrote (or found there)
+        self._stored_specs = stored_specs  # hashes an earlier committed transaction of this database wrote
+
+    # reads inside the transaction -------------------------------------------------
+    @mapped
+    def run(self, run_id: str) -> Run:
+        return read_run(self._c, run_id)
+
+    @mapped
+    def steps(self, run_id: str) -> list[Step]:
+        return read_steps(self._c, run_id)
+
+    @mapped
+    def step(self, step_id: str) -> Step:
+        return read_step(self._c, step_id)
+
+    @mapped
+    def approval(self, approval_id: str) -> Approval | None:
+        return read_approval(self._c, approval_id)
+
+    @mapped
+    def latest_approval(self, step_id: str, run_id: str) -> Approval | None:
+        return read_latest_approval(self._c, step_id, run_id)
+
+    # runs -----------------------------------------------------------------------------
+    @mapped
+    def insert_run(self, run_id: str, goal: str, limits_json: str, now: str, owner: str, expires: str) -> None:
+        self._c.execute(
+            "INSERT INTO runs (id, goal, status, limits_json, created_at, started_at, lease_owner, "
+            "lease_expires_at) VALUES (?, ?, 'RUNNING', ?, ?, ?, ?, ?)",
+            (run_id, goal, limits_json, now, now, owner, expires),
+        )
+
+    @mapped
+    def update_run(self, run_id: str, *, expect: str | Sequence[str], owner: str | None = None,
+                   **values: Any) -> None:
+        """CAS on the run's status (and lease owner when given)."""
+        self._update_run(run_id, expect, owner, values, "")
+
+    @mapped
+    def update_run_returning(self, run_id: str, *, expect: str | Sequence[str], owner: str | None = None,
+                             **values: Any) -> Run:
+        """``update_run``, answering the row as the update left it (the same statement)."""
+        rows = self._update_run(run_id, expect, owner, values, f" RETURNING {RUN_COLS}")
+        return Run(*rows[0])
+
+    def _update_run(self, run_id: str, expect: str | Sequence[str], owner: str | None, values: Mapping[str, Any],
+                    returning: str) -> list[Any]:
+        statuses = _as_tuple(expect)
+        illegal = illegal_move(RUN, statuses, values.get("status"))
+        if illegal is not None:
+            raise transition_error(run_id, "run", illegal)
+        sets, args = _assignments(values, RUN_SETTABLE)
+        where = f"id = ? AND status IN ({','.join('?' * len(statuses))})"
+        args += [run_id, *statuses]
+        if owner is not None:
+            where += " AND lease_owner = ?"
+            args.append(owner)
+        cur = self._c.execute(f"UPDATE runs SET {sets} WHERE {where}{returning}", args)
+        rows = cur.fetchall() if returning else []
+        if (len(rows) if returning else cur.rowcount) != 1:
+            raise RunStateError(MSG_RUN_STATE.format(run_id=run_id, expected=" or ".join(statuses)))
+        return rows
+
+    @mapped
+    def add_active_ms(self, run_id: str, ms: int, owner: str) -> bool:
+        """CAS: add ``ms`` to a RUNNING run's active time under this lease owner; False
+        (nothing written) when the run is not RUNNING under that owner."""
+        cur = self._c.execute(
+            "UPDATE runs SET active_ms = active_ms + ? WHERE id = ? AND status = 'RUNNING' AND lease_owner = ?",
+            (ms, run_id, owner),
+        )
+        return cur.rowcount == 1
+
+    @mapped
+    def claim_step(self, run_id: str, idx: int, owner: str, step_id: str, now: str) -> None:
+        """Claim the run's next step index under this owner's lease and insert the step."""
+        cur = self._c.execute(
+            "UPDATE runs SET step_count = ? WHERE id = ? AND status = 'RUNNING' AND step_count = ? "
+            "AND lease_owner = ?",
+            (idx + 1, run_id, idx, owner),
+        )
+        if cur.rowcount != 1:
+            raise RunStateError(MSG_RUN_STATE.format(run_id=run_id, expected=EXPECTED_RUNNING_LEASED))
+        self._c.execute(
+            "INSERT INTO steps (id, run_id, idx, status, started_at) VALUES (?, ?, ?, 'deciding', ?)",
+            (step_id, run_id, idx, now),
+        )
+
+    # steps ----------------------------------------------------------------------------
+    @mapped
+    def update_step(self, step_id: str, *, expect: str | Sequence[str], **values: Any) -> None:
+        statuses = _as_tuple(expect)
+        illegal = illegal_move(STEP, statuses, values.get("status"))
+        if illegal is not None:
+            raise transition_error(self._run_of("steps", step_id), f"step {step_id}", illegal)
+        sets, args = _assignments(values, STEP_SETTABLE)
+        cur = self._c.execute(
+            f"UPDATE steps SET {sets} WHERE id = ? AND status IN ({','.join('?' * len(statuses))})",
+            [*args, step_id, *statuses],
+        )
+        if cur.rowcount != 1:
+            raise RunStateError(MSG_RUN_STATE.format(run_id=f"step {step_id}", expected=" or ".join(statuses)))
+
+    @mapped
+    def put_spec(self, spec_hash: str, spec_json: str) -> None:
+        # A hash this transaction or a committed one already inserted (or ignored) is there
+        # (tool_specs rows are never deleted): the same no-op again.
+        if spec_hash in self.specs_written or spec_hash in self._stored_specs:
+            return
+        self._c.execute("INSERT OR IGNORE INTO tool_specs (hash, spec_json) VALUES (?, ?)", (spec_hash, spec_json))
+        self.specs_written.add(spec_hash)
+
+    # approvals ------------------------------------------------------------------------
+    @mapped
+    def insert_approval(self, a: Approval) -> None:
+        if born_illegal(APPROVAL, a.status):
+            raise transition_error(a.run_id, f"approval {a.id}", (NEW, a.status))
+        self._c.execute(
+            f"INSERT INTO approvals ({APPROVAL_COLS}) VALUES ({','.join('?' * len(fields(Approval)))})",
+            [getattr(a, f.name) for f in fields(Approval)],
+        )
+
+    @mapped
+    def update_approval(self, approval_id: str, *, expect: str, expect_hash: str | None = None,
+                        **values: Any) -> bool:
+        """Conditional decision write; False when someone decided it first."""
+        illegal = illegal_move(APPROVAL, (expect,), values.get("status"))
+        if illegal is not None:
+            raise transition_error(self._run_of("approvals", approval_id), f"approval {approval_id}", illegal)
+        sets, args = _assignments(values, APPROVAL_SETTABLE)
+        where, wargs = "id = ? AND status = ?", [approval_id, expect]
+        if expect_hash is not None:
+            where += " AND hash = ?"
+            wargs.append(expect_hash)
+        cur = self._c.execute(f"UPDATE approvals SET {sets} WHERE {where}", [*args, *wargs])
+        return cur.rowcount == 1
+
+    # events ---------------------------------------------------------------------------
+    @mapped
+    def append(self, run_id: str, step_id: str, at: str, type_: str, payload: Mapping[str, Any] | None) -> Event:
+        """Append one event with the next seq across all runs and its chain hash (runtime-core §8.2)."""
+        if self._head is None:
+            self._head = head_for_append(self._c)
+        seq = self._head[0] + 1
+        # Payloads are Go maps: top-level keys sorted; nested structs keep their order.
+        text = go_json(dict(sorted(payload.items()))) if payload else "{}"
+        h = chain_hash(self._head[1], seq, run_id, step_id, at, type_, text)
+        self._c.execute(
+            "INSERT INTO events (seq, run_id, step_id, at, type, payload_json, hash) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (seq, run_id, step_id, at, type_, text, h),
+        )
+        self._head = (seq, h)
+        return Event(seq, run_id, step_id, at, type_, text, h)
+
+    # the proxy's index and the lease release write through the same transaction
+    @property
+    def conn(self) -> sqlite3.Connection:
+        return self._c
+
+    def _run_of(self, table: str, row_id: str) -> str:
+        """The run a step's or an approval's row belongs to, for an illegal move's message
+        (read only then: the check itself is a table lookup)."""
+        found = self._c.execute(f"SELECT run_id FROM {table} WHERE id = ?", (row_id,)).fetchone()
+        return str(found[0]) if found else "?"
+
+
+def _as_tuple(v: str | Sequence[str]) -> tuple[str, ...]:
+    return (v,) if isinstance(v, str) else tuple(v)
+
+
+def _assignments(values: Mapping[str, Any], allowed: frozenset[str]) -> tuple[str, list[Any]]:
+    return _set_clause(tuple(values), allowed), list(values.values())
+
+
+@functools.lru_cache(maxsize=128)
+def _set_clause(columns: tuple[str, ...], allowed: frozenset[str]) -> str:
+    # The same few column sets recur on every call: checked and joined once each.
+    bad = set(columns) - allowed
+    if bad:
+        raise ValueError(ERR_NOT_SETTABLE.format(columns=sorted(bad)))
+    return ", ".join(f"{k} = ?" for k in columns)
