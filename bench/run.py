@@ -832,6 +832,8 @@ def targets(res: dict[str, Any]) -> list[dict[str, Any]]:
             ),
             "met": added_a <= 0.5 * added_f,
         },
+        *promise_floor(res, added_f, floor),
+        *throughput_targets(res),
         *cold_targets(res),
         {
             "target": "p50 with 1,000,000 calls ≤ 1.2 × empty (judged warm)",
@@ -840,6 +842,40 @@ def targets(res: dict[str, Any]) -> list[dict[str, Any]]:
         },
         {"target": "peak RSS < 40 MB", "measured": f"{rss:.1f} MB", "met": rss < 40},
     ]
+
+
+def promise_floor(res: dict[str, Any], added_f: float, wire: float | None) -> list[dict[str, Any]]:
+    """What no gated call can go under while keeping its promises: the proxy's wire (the
+    ``passthrough`` chain) plus the two durable COMMITs of a call (start before the upstream
+    request, outcome before the answer), each at this disk's p50 of one durable commit."""
+    if wire is None or "sqlite_floor_ms" not in res:
+        return []
+    commits = 2 * res["sqlite_floor_ms"]["p50"]
+    least = wire + commits
+    return [
+        {
+            "target": "(the floor) the wire + 2 durable commits, against fastmcp's added p50",
+            "measured": f"+{wire:.2f} + {commits:.2f} ms = +{least:.2f} ms = {least / added_f:.2f}× fastmcp's",
+            "met": least <= 0.5 * added_f,
+        }
+    ]
+
+
+def throughput_targets(res: dict[str, Any]) -> list[dict[str, Any]]:
+    tput = res.get("throughput_calls_per_s", {})
+    rows = []
+    for kind, per in tput.items():
+        if "agentrt" in per and per.get("direct"):
+            ratio = per["agentrt"] / per["direct"]
+            rows.append(
+                {
+                    "target": f"{kind}, 8 in flight: agentrt ≥ 0.8 × direct",
+                    "measured": f"{per['agentrt']:.0f} vs {per['direct']:.0f} calls/s = {ratio:.2f}×"
+                    + (f" (fastmcp {per['fastmcp'] / per['direct']:.2f}×)" if per.get("fastmcp") else ""),
+                    "met": ratio >= 0.8,
+                }
+            )
+    return rows
 
 
 def main() -> int:
