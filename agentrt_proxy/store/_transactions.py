@@ -15,12 +15,14 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
+from types import TracebackType
+from typing import Literal, cast
 
 from agentrt_proxy.store._connection import BUSY_TIMEOUT_MS, file_identity
 from agentrt_proxy.store._errors import StoreError, StoreGone, WouldBlock
 from agentrt_proxy.store._group_commit import Group, GroupCommit
-from agentrt_proxy.store._sqlite_errors import is_busy, map_sqlite_errors
+from agentrt_proxy.store._sqlite_errors import is_busy, map_sqlite_errors, store_error
 from agentrt_proxy.store._tx import Tx
 from agentrt_proxy.text.operator_text import ERR_STORE_GONE
 from agentrt_proxy.text.record_text import ERR_STORE_READ_ONLY, ERR_TX_FAILED
@@ -34,6 +36,7 @@ class Database:
         self.lock = threading.RLock()  # the owning thread re-enters it (a nested write joins its transaction)
         self.commits = 0  # write transactions committed through write() (tests and the bench count them)
         self._tx: Tx | None = None  # the open write transaction (only its thread holds the lock meanwhile)
+        self._tx_thread = 0  # the ident of the thread that opened it (0 while none is open)
         self._tx_failed: BaseException | None = None
         self._nowait = False  # set by nowait(): BEGIN IMMEDIATE raises WouldBlock instead of waiting
         self._stored_specs: set[str] = set()  # tool_specs hashes committed through this database
@@ -47,8 +50,7 @@ class Database:
             self.conn.close()
 
     # ----------------------------------------------------------------------- writes
-    @contextmanager
-    def write(self) -> Iterator[Tx]:
+    def write(self) -> AbstractContextManager[Tx]:
         """One IMMEDIATE transaction: everything inside commits together or not at all.
 
         Re-entrant: a ``write()`` opened by the thread that already holds this database's
@@ -62,17 +64,20 @@ class Database:
         the group, or rolled back alone."""
         if self.readonly:
             raise StoreError(ERR_STORE_READ_ONLY)
+        # The call path opens ~15 blocks inside each transaction it writes: joining one costs
+        # a re-entrant lock, not a generator. Only this thread can have set ``_tx_thread`` to
+        # its own ident, so reading it without the lock cannot mistake another's transaction.
+        if self._tx_thread == threading.get_ident():
+            return _Joined(self)
+        return self._write()
+
+    @contextmanager
+    def _write(self) -> Iterator[Tx]:
         with map_sqlite_errors(), self.lock:
             outer = self._tx
             if outer is not None:  # only the owning thread can hold the lock while a transaction is open
-                if self._tx_failed is not None:
-                    raise StoreError(ERR_TX_FAILED) from self._tx_failed
-                try:
-                    yield outer
-                except BaseException as exc:
-                    if self._tx_failed is None:
-                        self._tx_failed = exc
-                    raise
+                with _Joined(self) as joined:
+                    yield joined
                 return
             if self.group.deferring:
                 yield from self._unit()
@@ -84,7 +89,7 @@ class Database:
             else:
                 self.conn.execute("BEGIN IMMEDIATE")
             tx = Tx(self.conn, self._stored_specs)
-            self._tx, self._tx_failed = tx, None
+            self._open_tx(tx)
             try:
                 yield tx
             except BaseException:
@@ -111,7 +116,7 @@ class Database:
         group = self.group.join()
         self.conn.execute("SAVEPOINT unit")
         tx = Tx(self.conn, self._stored_specs)
-        self._tx, self._tx_failed = tx, None
+        self._open_tx(tx)
         try:
             yield tx
         except BaseException as exc:
@@ -149,8 +154,11 @@ class Database:
         if self.conn.in_transaction:
             self.conn.execute("ROLLBACK")
 
+    def _open_tx(self, tx: Tx) -> None:
+        self._tx, self._tx_failed, self._tx_thread = tx, None, threading.get_ident()
+
     def _end_tx(self) -> None:
-        self._tx, self._tx_failed = None, None
+        self._tx, self._tx_failed, self._tx_thread = None, None, 0
 
     def _refuse_if_gone(self) -> None:
         # In WAL mode SQLite goes on writing to a database file deleted or replaced under it
@@ -211,3 +219,37 @@ class Database:
                 yield self.conn
             finally:
                 self.conn.execute("COMMIT")
+
+
+class _Joined:
+    """A ``write()`` block inside the transaction its own thread holds open: the same ``Tx``
+    (the outermost block alone issues BEGIN and COMMIT). A block that raises marks the whole
+    transaction failed, so the outermost one rolls back even if a caller in between caught
+    the failure; an ``sqlite3`` error leaves as the store's error for it."""
+
+    __slots__ = ("_db",)
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def __enter__(self) -> Tx:
+        db = self._db
+        db.lock.acquire()  # re-entrant: this thread holds it for the transaction
+        failed = db._tx_failed
+        if failed is not None:
+            db.lock.release()
+            raise StoreError(ERR_TX_FAILED) from failed
+        return cast(Tx, db._tx)  # set: only the thread that opened it joins it
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 _tb: TracebackType | None) -> Literal[False]:
+        db = self._db
+        try:
+            if exc is not None:
+                if db._tx_failed is None:
+                    db._tx_failed = exc
+                if isinstance(exc, sqlite3.Error):
+                    raise store_error(exc) from exc
+            return False
+        finally:
+            db.lock.release()
