@@ -43,7 +43,11 @@ def under_a_heading(document: str, section: str) -> bool:
 def python_files() -> list[Path]:
     found: list[Path] = []
     for top in CITED_FROM:
-        found.extend(p for p in (ROOT / top).rglob("*.py") if "__pycache__" not in p.parts)
+        # Not a virtualenv's packages (bench/README.md makes bench/.venv): only this project's code.
+        for path in (ROOT / top).rglob("*.py"):
+            parts = path.relative_to(ROOT).parts
+            if "__pycache__" not in parts and not any(part.startswith(".") for part in parts):
+                found.append(path)
     return sorted(found)
 
 
