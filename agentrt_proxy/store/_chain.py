@@ -17,8 +17,17 @@ VERIFY_PAGE = 128  # events read per statement while walking the chain
 
 def chain_hash(prev: str, seq: int, run_id: str, step_id: str, at: str, type_: str, payload: str) -> str:
     """The event's link: SHA-256 over seven netstrings of the stored strings (runtime-core §8.1)."""
+    number = str(seq)
+    if payload.isascii() and run_id.isascii() and step_id.isascii() and at.isascii() and type_.isascii() \
+            and prev.isascii():
+        # Every stored string ASCII (nearly every event): a character is a byte, so the netstrings
+        # are written as one str and encoded once (~40 % less than one encoding a part).
+        return hashlib.sha256(
+            f"{len(prev)}:{prev},{len(number)}:{number},{len(run_id)}:{run_id},{len(step_id)}:{step_id},"
+            f"{len(at)}:{at},{len(type_)}:{type_},{len(payload)}:{payload},".encode("ascii")
+        ).hexdigest()
     buf = []
-    for part in (prev, str(seq), run_id, step_id, at, type_, payload):
+    for part in (prev, number, run_id, step_id, at, type_, payload):
         b = part.encode("utf-8")
         buf.append(b"%d:%b," % (len(b), b))
     return hashlib.sha256(b"".join(buf)).hexdigest()  # one update: 21 cost more than the hashing
