@@ -16,7 +16,6 @@ by the one encoder (``encoder.CANONICAL`` and ``encoder.POLICY``).
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import re
@@ -330,7 +329,7 @@ def request_key(tool: str, arguments: bytes | str | None) -> str | None:
         canonical = canonical_json(normalise_arguments(arguments))
     except JSONBoundaryError:
         return None
-    return hashlib.sha256(tool.encode("utf-8") + b"\x00" + canonical).hexdigest()
+    return sha256_hex(tool.encode("utf-8") + b"\x00" + canonical)
 
 
 def content_hash(raw: bytes | str) -> str:
@@ -339,8 +338,12 @@ def content_hash(raw: bytes | str) -> str:
         data = canonical_json(raw)
     except JSONBoundaryError:
         data = raw.encode("utf-8", "surrogatepass") if isinstance(raw, str) else bytes(raw)
-    return hashlib.sha256(data).hexdigest()
+    return sha256_hex(data)
 
 
 def sha256_hex(data: bytes) -> str:
+    # Imported here, not with the module: hashlib loads OpenSSL (~4 ms), and ``serve`` answers
+    # initialize before anything is hashed (decision 0024). Once loaded, this costs a dict lookup.
+    import hashlib
+
     return hashlib.sha256(data).hexdigest()

@@ -6,7 +6,6 @@ rules, one server's entry, the whole configuration and its policy identity, and 
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -199,7 +198,7 @@ class Config:
 
     def policy_id(self) -> str:
         """``agentrt-proxy/sha256:`` + hex SHA-256 of exactly what the policy decides from."""
-        return POLICY_ID_PREFIX + hashlib.sha256(canonical.canonical_bytes(self.policy_identity())).hexdigest()
+        return POLICY_ID_PREFIX + canonical.sha256_hex(canonical.canonical_bytes(self.policy_identity()))
 
     def policy_identity(self) -> dict[str, Any]:
         servers = []

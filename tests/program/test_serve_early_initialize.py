@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from agentrt_proxy.testing.fakebank import count_payments
-from tests.conftest import run_program
+from tests.conftest import PYZ_PATH, REPO_ROOT, run_program
 from tests.harness import write_config
 
 pytestmark = [pytest.mark.program, pytest.mark.usefixtures("program_target")]
@@ -136,3 +136,39 @@ def test_with_a_passthrough_server_initialize_waits_for_its_capabilities(
     argv = [*program_argv, "serve", "-config", str(config)]
     (answer,) = over_a_pipe(argv, program_env, initialize("2025-06-18") + b"\n", 1)
     assert "resources" in json.loads(answer)["result"]["capabilities"]  # the upstream's, after it connected
+
+
+# Runs serve from the target with the early answer watched: what is loaded when it is written.
+WATCHED_SERVE = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from agentrt_proxy.mcp import handshake
+answer = handshake.answer_initialize_early
+def watched(*args, **kwargs):
+    sys.stderr.write("LOADED " + json.dumps(sorted(sys.modules)) + "\\n")
+    return answer(*args, **kwargs)
+handshake.answer_initialize_early = watched
+sys.argv = ["agentrt-proxy", "serve", "-config", sys.argv[2]]
+from agentrt_proxy.cli.main import main
+sys.exit(main())
+"""
+# What the early answer is there to come before (decision 0024): the event loop, the store, the
+# schemas, and OpenSSL (hashlib loads it; ~4-10 ms of a start, and nothing is hashed before it).
+LOADED_ONLY_AFTER = {"anyio", "asyncio", "ssl", "_hashlib", "hashlib", "sqlite3", "jsonschema"}
+
+
+def test_serve_answers_initialize_before_it_loads_the_event_loop_the_store_or_openssl(
+    tmp_path: Path, program_target: str, program_env: dict[str, str]
+) -> None:
+    code = str(PYZ_PATH) if program_target == "pyz" else str(REPO_ROOT)
+    argv = [sys.executable, "-I", "-c", WATCHED_SERVE, code, str(pinned(tmp_path))]
+    proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env=program_env)
+    try:
+        out, err = proc.communicate(initialize("2025-06-18") + b"\n", timeout=60)
+    finally:
+        proc.kill()
+    assert json.loads(out.splitlines()[0])["result"]["protocolVersion"] == "2025-06-18"
+    (loaded,) = [json.loads(line[len(b"LOADED "):]) for line in err.splitlines() if line.startswith(b"LOADED ")]
+    assert "agentrt_proxy.mcp.handshake" in loaded  # the watch saw the real program's modules
+    assert sorted(LOADED_ONLY_AFTER & set(loaded)) == []
