@@ -14,7 +14,7 @@ import itertools
 import json
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -134,23 +134,37 @@ class Harness:
         self, name: str, arguments_text: str | None, *, progress_token: str | None = None
     ) -> dict[str, Any]:
         """Send ``tools/call`` with ``arguments`` spelled exactly as given; the raw result."""
-        request_id = f"raw-{next(self._raw_ids)}"
-        params = '{"name":' + json.dumps(name)
-        if arguments_text is not None:
-            params += ',"arguments":' + arguments_text
-        if progress_token is not None:
-            params += ',"_meta":{"progressToken":' + json.dumps(progress_token) + "}"
-        line = '{"jsonrpc":"2.0","id":' + json.dumps(request_id) + ',"method":"tools/call","params":' + params + "}}\n"
-        done = anyio.Event()
-        box: dict[str, Any] = {}
-        self._raw_waiters[request_id] = (done, box)
-        await self._to_proxy.send(line.encode("utf-8"))
+        (result,) = await self.raw_burst([(name, arguments_text)], progress_token=progress_token)
+        return result
+
+    async def raw_burst(
+        self, calls: Sequence[tuple[str, str | None]], *, progress_token: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Send every ``tools/call`` in ``calls`` in one write, as a host that pipelines them does
+        (the proxy reads them all at once); their raw results, in the same order."""
+        lines: list[str] = []
+        waiting: list[tuple[anyio.Event, dict[str, Any]]] = []
+        for name, arguments_text in calls:
+            request_id = f"raw-{next(self._raw_ids)}"
+            params = '{"name":' + json.dumps(name)
+            if arguments_text is not None:
+                params += ',"arguments":' + arguments_text
+            if progress_token is not None:
+                params += ',"_meta":{"progressToken":' + json.dumps(progress_token) + "}"
+            line = '{"jsonrpc":"2.0","id":' + json.dumps(request_id) + ',"method":"tools/call","params":' + params
+            lines.append(line + "}}\n")
+            waiting.append((anyio.Event(), {}))
+            self._raw_waiters[request_id] = waiting[-1]
+        await self._to_proxy.send("".join(lines).encode("utf-8"))
+        results: list[dict[str, Any]] = []
         with anyio.fail_after(60):  # a proxy that never answers fails the test, not hangs it
-            await done.wait()
-        message = box["message"]
-        if "error" in message:
-            raise RuntimeError(f"JSON-RPC error: {message['error']}")
-        return message["result"]
+            for done, box in waiting:
+                await done.wait()
+                message = box["message"]
+                if "error" in message:
+                    raise RuntimeError(f"JSON-RPC error: {message['error']}")
+                results.append(message["result"])
+        return results
 
     # ------------------------------------------------------------- the world
 

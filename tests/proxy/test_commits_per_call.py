@@ -23,6 +23,7 @@ from agentrt_proxy.canonical.encoder import go_json
 from agentrt_proxy.store import Store, StoreError
 from agentrt_proxy.store import _store as store_mod
 from tests.harness import REPO, is_error, proxy_harness, text_of
+from tests.task_ticks import ManualTicker
 
 PAY_BOB = {"to": "bob", "amount": 25}
 PAY_ALLOWED = {"balance": {"side_effect": "read_only", "timeout": "10s"},
@@ -139,21 +140,34 @@ async def test_a_pending_and_a_denied_call_each_commit_once(tmp_path: Path, comm
 async def test_payments_in_flight_together_share_commits_each_pays_once_and_the_chain_verifies(
         tmp_path: Path, commit_log: CommitLog) -> None:
     # Eight at once (docs/decisions/0023): the writes of the calls ready in one turn of the loop
-    # commit together, yet each call's start and outcome are committed before it goes on.
-    async with proxy_harness(tmp_path, rules=PAY_ALLOWED) as h:
+    # commit together, yet each call's start and outcome are committed before it goes on. The
+    # eight arrive in one read, as from a host that pipelines them; the task owner ticks only
+    # by hand, so no worker thread of the proxy's own takes the database meanwhile; and the bank
+    # holds every answer until all eight are paid, so the starts are counted apart.
+    ticker = ManualTicker()
+    async with proxy_harness(tmp_path, rules=PAY_ALLOWED, ticker=ticker) as h:
+        await ticker.resting()  # the owner's first tick (its sweep) is over
         before = commit_log.count()
-        answers: dict[str, str] = {}
-
-        async def pay(to: str) -> None:
-            answers[to] = text_of(await h.call("bank_pay", {"to": to, "amount": 1}))
-
+        calls = [("bank_pay", go_json({"to": f"p{n}", "amount": 1, "mode": "block"})) for n in range(8)]
         async with anyio.create_task_group() as tg:
-            for n in range(8):
-                tg.start_soon(pay, f"p{n}")
-        assert answers == {f"p{n}": f"paid 1.00 to p{n}" for n in range(8)}
+            results: list[dict[str, Any]] = []
+
+            async def burst() -> None:
+                results.extend(await h.raw_burst(calls))
+
+            tg.start_soon(burst)
+            with anyio.fail_after(30):
+                while h.payments() < 8:
+                    await anyio.sleep(0.01)
+            starts = commit_log.commits[before:]
+            (h.directory / "ledger.release").write_text("")
+        shapes = [len(c) for c in commit_log.commits[before:]]
+        # Alone, each start would be a commit of its own, and each outcome another.
+        assert len(starts) <= 2, shapes  # read together, they decide together
+        assert commit_log.count() - before < 16, shapes
+        assert [text_of(r) for r in results] == [f"paid 1.00 to p{n}" for n in range(8)]
         assert h.payments() == 8
         assert [r.status for r in h.runs()] == ["COMPLETED"] * 8
-        assert commit_log.count() - before < 16  # alone, each would commit twice
         store = h.store()
         try:
             report = store.verify()
