@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import cpu
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
@@ -421,8 +422,9 @@ def vm(pid: int, key: str) -> float:
 
 
 class Chain:
-    def __init__(self, name: str, session: ClientSession, tools: dict[str, str]) -> None:
+    def __init__(self, name: str, session: ClientSession, tools: dict[str, str], pid: int | None = None) -> None:
         self.name, self.session, self.tools = name, session, tools
+        self.pid = pid  # the chain's first process (the proxy, or the upstream when direct)
 
     async def call(self, tool: str, args: dict[str, Any]) -> tuple[float, Any]:
         t = time.perf_counter()
@@ -433,7 +435,9 @@ class Chain:
 async def open_chain(stack: Any, name: str, cfg: dict[str, Any], errlog: Any) -> Chain:
     cmd, env = chain_command(name, cfg)
     params = StdioServerParameters(command=cmd[0], args=cmd[1:], env=env)
+    before = cpu.children_now()
     read, write = await stack.enter_async_context(stdio_client(params, errlog=errlog))
+    spawned = sorted(cpu.children_now() - before)
     session = await stack.enter_async_context(ClientSession(read, write))
     await session.initialize()  # legacy handshake
     listed = await session.list_tools()
@@ -442,7 +446,7 @@ async def open_chain(stack: Any, name: str, cfg: dict[str, Any], errlog: Any) ->
         for short in ("echo", "pay"):
             if t.name == short or t.name.endswith("_" + short):
                 tools[short] = t.name
-    return Chain(name, session, tools)
+    return Chain(name, session, tools, spawned[0] if len(spawned) == 1 else None)
 
 
 async def interleaved(
@@ -459,7 +463,8 @@ async def interleaved(
     return out
 
 
-async def throughput(chain: Chain, tool: str, total: int, concurrency: int, make_args: Any) -> float:
+async def throughput(chain: Chain, tool: str, total: int, concurrency: int, make_args: Any) -> tuple[float, cpu.Spent]:
+    """Calls per second with ``concurrency`` in flight, and the CPU each process spent per call."""
     counter = iter(range(total))
 
     async def worker() -> None:
@@ -467,10 +472,17 @@ async def throughput(chain: Chain, tool: str, total: int, concurrency: int, make
             await chain.call(tool, make_args(chain.name, i))
 
     t = time.perf_counter()
-    async with anyio.create_task_group() as tg:
-        for _ in range(concurrency):
-            tg.start_soon(worker)
-    return total / (time.perf_counter() - t)
+    with cpu.Meter(chain.pid) as meter:
+        async with anyio.create_task_group() as tg:
+            for _ in range(concurrency):
+                tg.start_soon(worker)
+    return total / (time.perf_counter() - t), meter.per_call(total)
+
+
+def cpu_medians(rounds: list[cpu.Spent]) -> dict[str, float]:
+    """Each figure of the throughput rounds' CPU, the median over the rounds."""
+    fields = ("client_ms", "head_ms", "behind_ms", "total_ms", "machine_cores")
+    return {f: statistics.median(getattr(s, f) for s in rounds) for f in fields}
 
 
 def text_of(result: Any) -> str:
@@ -527,25 +539,23 @@ async def sessions(cfg: dict[str, Any], args: argparse.Namespace) -> dict[str, A
 
         log(f"  throughput, {args.concurrency} in flight ...")
         tput: dict[str, dict[str, list[float]]] = {"echo": {}, "pay": {}}
+        spent: dict[str, dict[str, list[cpu.Spent]]] = {"echo": {}, "pay": {}}
+        arguments = {
+            "echo": lambda r: lambda n, i: {"text": f"t{nonce}-{r}-{i}"},
+            "pay": lambda r: lambda n, i: {"to": f"tp-{nonce}-{n}-{r}-{i}", "cents": 7},
+        }
         for r in range(3):
             k = r % len(chains)
             for c in chains[k:] + chains[:k]:
-                tput["echo"].setdefault(c.name, []).append(
-                    await throughput(
-                        c, "echo", args.tput_calls, args.concurrency, lambda n, i: {"text": f"t{nonce}-{r}-{i}"}
-                    )
-                )
-                tput["pay"].setdefault(c.name, []).append(
-                    await throughput(
-                        c,
-                        "pay",
-                        args.tput_calls,
-                        args.concurrency,
-                        lambda n, i: {"to": f"tp-{nonce}-{n}-{r}-{i}", "cents": 7},
-                    )
-                )
+                for kind in ("echo", "pay"):
+                    rate, used = await throughput(c, kind, args.tput_calls, args.concurrency, arguments[kind](r))
+                    tput[kind].setdefault(c.name, []).append(rate)
+                    spent[kind].setdefault(c.name, []).append(used)
         out["throughput_calls_per_s"] = {
             kind: {n: statistics.median(v) for n, v in per.items()} for kind, per in tput.items()
+        }
+        out["throughput_cpu_ms_per_call"] = {
+            kind: {n: cpu_medians(v) for n, v in per.items()} for kind, per in spent.items()
         }
 
         rss = {}
@@ -741,6 +751,7 @@ def report(res: dict[str, Any]) -> str:
     for kind, per in res["throughput_calls_per_s"].items():
         L.append(f"| {kind} | " + " | ".join(f"{v:.0f}" for v in per.values()) + " |")
     L.append("")
+    L.extend(cpu_report(res))
     L.append("## Memory and the floor")
     L.append("")
     for name, v in res["rss"].items():
@@ -769,6 +780,29 @@ def report(res: dict[str, Any]) -> str:
     for t in res["targets"]:
         L.append(f"| {t['target']} | {t['measured']} | {'yes' if t['met'] else '**no**'} |")
     return "\n".join(L)
+
+
+def cpu_report(res: dict[str, Any]) -> list[str]:
+    """Where the throughput rounds' cores went: CPU per call by process (bench/cpu.py)."""
+    per_kind = res.get("throughput_cpu_ms_per_call")
+    if not per_kind:
+        return []
+    L = [
+        f"CPU per call in those rounds (ms, median of 3; {os.cpu_count()} cores): the client, the chain's first "
+        "process (the proxy; the upstream when direct), the upstream behind it, and the cores the whole machine "
+        "kept busy.",
+        "",
+        "| call | chain | client | proxy (or upstream) | upstream behind | all three | cores busy |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for kind, per in per_kind.items():
+        for name, v in per.items():
+            L.append(
+                f"| {kind} | {name} | {v['client_ms']:.2f} | {v['head_ms']:.2f} | {v['behind_ms']:.2f} "
+                f"| {v['total_ms']:.2f} | {v['machine_cores']:.2f} |"
+            )
+    L.append("")
+    return L
 
 
 def scale_ratios(res: dict[str, Any]) -> dict[str, dict[str, float]]:
