@@ -75,7 +75,7 @@ class CallRules:
     def __init__(self, parts: CallParts, shutting_down: anyio.Event) -> None:
         self.parts = parts
         self.store = parts.store
-        self.lock = anyio.Lock()
+        self.lock = anyio.Lock(fast_acquire=True)
         self.facts = parts.tool_facts()
         # What the policy says of each tool, before any re-run: the configuration's, fixed for the
         # life of the process, so read once here (the gate evaluates the policy in full as it decides).
