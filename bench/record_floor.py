@@ -3,12 +3,13 @@ rebuilt record path in Python.
 
 ``python bench/record_floor.py [-calls 3000]`` (from the repository root, any Python with the
 runtime's dependencies importable). The database is made by ``Store.open`` (the real schema, every
-index), then each call runs the same 39 statements as ``serve`` runs for an allowed read-only
-``echo`` (``bench/statements_per_call.py``, "read again"): the four reads of the rules, the two
-transactions with their ``busy_timeout`` pragmas, the index row, the run, the step and its three
-updates, the 8 events (each payload encoded sorted and compact, each hash the chain's netstrings
-over SHA-256), and the settlement; and the request key's and the result's hashes. Nothing else:
-no rules engine, no policy, no sessions, no validation, no anyio.
+index), then each call runs 31 statements modelled on the trace of an allowed read-only ``echo``
+(``bench/statements_per_call.py``): the rules' read of the key's rows, the two transactions with
+their ``busy_timeout`` pragmas, the index row, the run, the step and its three updates, the 8
+events (each encoded and hashed by the store's own ``go_json`` and ``chain_hash``), the run's end
+and the settlement; and the request key (``canonical.request_key``) and the result's hash. Nothing
+else: no rules engine, no policy, no sessions, no validation, no anyio. (The traced call of a key
+seen before also reads that key's run, steps and approvals and closes its row: 4 more.)
 
 The rows written verify (``Store.verify``: the chain and the state), or it exits 1.
 Prints the CPU per call (this thread's: SQLite's work and the fsync's kernel share included) with
@@ -32,8 +33,10 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from agentrt_proxy import canonical  # noqa: E402
 from agentrt_proxy.canonical.encoder import go_json  # noqa: E402
 from agentrt_proxy.store import Store  # noqa: E402
+from agentrt_proxy.store._chain import chain_hash  # noqa: E402
 from agentrt_proxy.upstream import ToolSpec  # noqa: E402
 
 LIMITS = (
@@ -49,15 +52,6 @@ HEAD = (
 )
 EVENT = "INSERT INTO events (seq, run_id, step_id, at, type, payload_json, hash) VALUES (?, ?, ?, ?, ?, ?, ?)"
 CALL_COLUMNS = "id, session, request_key, tool, side_effect, run_id, created_at, open, closed_at, settled_at, outcome"
-
-
-def encode(payload: dict[str, Any]) -> str:
-    return json.dumps(payload, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-
-
-def chain(prev: str, seq: int, run_id: str, step_id: str, at: str, kind: str, text: str) -> str:
-    parts = (prev, str(seq), run_id, step_id, at, kind, text)
-    return hashlib.sha256("".join(f"{len(p)}:{p}," for p in parts).encode()).hexdigest()
 
 
 def stamp() -> str:
@@ -85,8 +79,9 @@ class Recorder:
         seq, prev = self._head()
         for step_id, at, kind, payload in rows:
             seq += 1
-            text = encode(payload) if payload else "{}"
-            prev = chain(prev, seq, run_id, step_id, at, kind, text)
+            # as Tx.append encodes and hashes an event
+            text = go_json(dict(sorted(payload.items()))) if payload else "{}"
+            prev = chain_hash(prev, seq, run_id, step_id, at, kind, text)
             self.c.execute(EVENT, (seq, run_id, step_id, at, kind, text, prev))
 
     def _head(self) -> tuple[int, str]:
@@ -96,8 +91,8 @@ class Recorder:
     def call(self, i: int, nonce: str) -> None:
         c = self.c
         args = {"text": f"{nonce} {i}"}
-        canonical = json.dumps(args, sort_keys=True, separators=(",", ":"))
-        key = hashlib.sha256(b"up_echo\x00" + canonical.encode()).hexdigest()
+        key = canonical.request_key("up_echo", json.dumps(args))
+        assert key is not None
         # the rules' reads: the key's rows (a DUPLICATE?), then nothing else to read for a new key
         c.execute(
             f"SELECT {CALL_COLUMNS} FROM proxy_calls WHERE session = ? AND request_key = ? ORDER BY id", ("bench", key)

@@ -75,6 +75,7 @@ class CallRules:
     def __init__(self, parts: CallParts, shutting_down: anyio.Event) -> None:
         self.parts = parts
         self.store = parts.store
+        # A free lock is taken without a turn of the loop (a held one still goes to its waiters in order).
         self.lock = anyio.Lock(fast_acquire=True)
         self.facts = parts.tool_facts()
         # What the policy says of each tool, before any re-run: the configuration's, fixed for the
