@@ -321,11 +321,38 @@ def go_json(value: Any) -> str:
     """``value`` in the ``STORE`` style: compact, dicts in insertion order (callers order struct
     fields; literal trees keep theirs), numbers as their literal, HTML-safe."""
     if _plain(value):
-        # The C encoder writes a plain tree as the walk does; <, >, &, U+2028 and U+2029 can
-        # only occur inside strings, so escaping them in the whole text is the same.
-        out = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-        return out if _STORE_ESCAPES.search(out) is None else _STORE_ESCAPES.sub(_store_escape, out)
+        return _plain_json(value)
+    if type(value) is dict:
+        return _members_json(value)
     return _go_json(value)
+
+
+def _plain_json(value: Any) -> str:
+    # The C encoder writes a plain tree as the walk does; <, >, &, U+2028 and U+2029 can only
+    # occur inside strings, so escaping them in the whole text is the same. A string alone goes
+    # to its C string writer straight (json.dumps would make an encoder object for it).
+    if type(value) is str:
+        out = _encode_basestring(value)
+    else:
+        out = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return out if _STORE_ESCAPES.search(out) is None else _STORE_ESCAPES.sub(_store_escape, out)
+
+
+def _members_json(value: dict[Any, Any]) -> str:
+    """An object whose members are plain trees or literals (a recorded decision, whose
+    ``args`` is a ``Raw``; a run's first event, with its limits): each member written as
+    ``go_json`` writes it (a literal verbatim), joined; the walk for anything else."""
+    parts = []
+    for key, item in value.items():
+        if type(key) is not str:
+            return _go_json(value)
+        if isinstance(item, _LITERALS):
+            parts.append(f"{_plain_json(key)}:{item}")
+        elif _plain(item):
+            parts.append(f"{_plain_json(key)}:{_plain_json(item)}")
+        else:
+            return _go_json(value)
+    return "{" + ",".join(parts) + "}"
 
 
 def _go_json(value: Any) -> str:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
 import sqlite3
@@ -204,7 +205,7 @@ def test_two_operator_processes_deciding_one_approval_exactly_one_wins(tmp_path:
     assert [e.type for e in store.events_of("s.1")].count("approval.decided") == 1
 
 
-def test_go_json_writes_plain_trees_through_the_c_encoder_exactly_as_the_walk_does() -> None:
+def test_go_json_writes_plain_trees_and_objects_of_literals_through_the_c_encoder_exactly_as_the_walk_does() -> None:
     import random
 
     from agentrt_proxy.canonical import Number
@@ -229,6 +230,19 @@ def test_go_json_writes_plain_trees_through_the_c_encoder_exactly_as_the_walk_do
     for _ in range(20000):
         t = tree()
         assert go_json(t) == _go_json(t)
+    # An object whose members are plain trees or literals (a recorded decision: its args a Raw;
+    # a server's raw text, < > & unescaped), written member by member: a literal verbatim.
+    def member() -> Any:
+        r = rng.random()
+        if r < 0.2:
+            return Raw(go_json(tree()))
+        if r < 0.4:
+            return Raw(json.dumps(text(), ensure_ascii=False))
+        return tree()
+
+    for _ in range(5000):
+        members = {text(): member() for _ in range(rng.randint(1, 5))}
+        assert go_json(members) == _go_json(members)
     assert go_json({"a": "<&>\u2028", "b": [1, 2.5, None]}) == '{"a":"\\u003c\\u0026\\u003e\\u2028","b":[1,2.5,null]}'
 
 
