@@ -135,12 +135,12 @@ class Gate:
     def prepare(self, decision: Decision) -> PreparedDecision:
         """Everything a proposal computes from the decision alone, done now, outside any
         transaction (``PreparedDecision``): the strict parse, the recorded encoding, the
-        arguments against the tool's schema, and the stored column parsed once for the
-        rules that read it back (``attempts.loads``)."""
+        arguments against the tool's schema, and (when large enough to be kept) the stored column
+        parsed once for the rules that read it back (``attempts.keep``)."""
         recorded = record_decision(decision)
         spec = self.spec(decision.tool) if decision.kind == "tool_call" else None
         decision_json = go_json(recorded.tree)
-        attempts.loads(decision_json)
+        attempts.keep(decision_json)
         error = validation_error(decision, recorded.error, spec, recorded.args)
         return PreparedDecision(decision, recorded, decision_json, spec, error)
 

@@ -106,6 +106,13 @@ def loads(text: str) -> Any:
     return value
 
 
+def keep(text: str) -> None:
+    """Parse a column that ``loads`` keeps (a large one) now, outside any transaction, so its
+    readers find the tree kept; a small one is not kept, so parsing it now would be thrown away."""
+    if len(text) >= _LARGE_COLUMN:
+        loads(text)
+
+
 def _parse_column(text: str) -> Any:
     try:
         return canonical.parse_strict(text)
