@@ -98,6 +98,10 @@ class LoadedTool:
             arguments = canonical.parse_strict(normalised)
         except JSONBoundaryError as err:
             return _refusal(record_text.ARGUMENTS_NOT_OBJECT.format(name=self.name, reason=err.reason))
+        return self._checked(arguments)
+
+    def _checked(self, arguments: Any) -> str | CallRefused:
+        """Parsed arguments (a tree this call may change) as ``prepare`` sends them, or its refusal."""
         if not isinstance(arguments, dict):
             return _refusal(record_text.ARGUMENTS_NOT_OBJECT_GOT.format(name=self.name, kind=_json_kind(arguments)))
         for parameter in self.deny:
@@ -116,12 +120,18 @@ class LoadedTool:
     async def call_request(self, request: Requested, on_progress: OnProgress | None = None) -> ToolOutcome:
         """The request the gate allowed, called as recorded (its arguments in the policy's form):
         the gate calls this itself (``Session.execute``), what executes is never the call's bytes."""
-        return await self.call(canonical.policy_text(request.args), on_progress)
+        # The recorded tree was parsed at the boundary already: checked as it is (a copy of its
+        # top level takes the fixed values), not written out and parsed again.
+        # (None: no arguments, as ``prepare`` reads "null".)
+        args = {} if request.args is None else request.args
+        return await self._send(self._checked(dict(args) if isinstance(args, dict) else args), on_progress)
 
     async def call(self, arguments_text: str | bytes | None, on_progress: OnProgress | None = None) -> ToolOutcome:
         """Refuse what the operator forbids, inject the fixed values, call the server (asking it
         for progress, to ``on_progress``, when one is given)."""
-        prepared = self.prepare(arguments_text)
+        return await self._send(self.prepare(arguments_text), on_progress)
+
+    async def _send(self, prepared: str | CallRefused, on_progress: OnProgress | None) -> ToolOutcome:
         if isinstance(prepared, CallRefused):
             return prepared
         if self.upstream is None:
