@@ -11,7 +11,7 @@ import json
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -375,6 +375,39 @@ def test_arguments_that_are_not_an_object_are_refused_and_empty_ones_are_an_obje
     for empty in ("", "  ", "null", None):
         assert tool.prepare(empty) == '{"root":"/srv/sandbox"}'
     assert upstream.received == []
+
+
+@dataclass(frozen=True)
+class Recorded:
+    args: Any
+
+
+@pytest.mark.parametrize(
+    "arguments",
+    [
+        '{"path": "a.txt", "content": "hi", "n": 1.50}',  # sent with root injected, 1.50 kept
+        '{"path":"a","root":"/"}',  # refused: root is fixed
+        "[1]",  # refused: not an object
+        '"text"',  # refused: not an object
+        "null",  # no arguments: {} with root injected
+        "{}",
+    ],
+)
+def test_the_allowed_request_goes_upstream_from_its_recorded_tree_as_its_text_would(arguments: str) -> None:
+    # The gate executes the recorded tree (call_request), never the call's bytes: it sends, or
+    # refuses, exactly what the same arguments as text send or refuse, and leaves the record as it was.
+    from agentrt_proxy import canonical
+
+    by_text, by_tree = FakeUpstream(), FakeUpstream()
+    parsed = canonical.parse_strict(arguments)
+    recorded = Recorded(parsed if arguments != "null" else None)
+    before = json.dumps(recorded.args)
+    text_outcome = anyio.run(fixed_tool(by_text).call, arguments)
+    tree_outcome = anyio.run(fixed_tool(by_tree).call_request, recorded)
+    assert by_tree.received == by_text.received
+    assert isinstance(tree_outcome, Result) and isinstance(text_outcome, Result)
+    assert (tree_outcome.is_error, tree_outcome.text) == (text_outcome.is_error, text_outcome.text)
+    assert json.dumps(recorded.args) == before  # the fixed value went into a copy, not the record
 
 
 def test_hidden_names_must_be_sound_to_hide() -> None:
