@@ -1,0 +1,72 @@
+"""Machine instructions per gated call: a figure that does not drift with the machine's pace.
+
+``bench/.venv/bin/python bench/instructions.py BUILD [BUILD ...] [-low 100] [-high 500]``
+
+Each BUILD (a .pyz or a source tree) runs ``gate_path.py`` twice under valgrind's cachegrind
+(``--cache-sim=no``: it counts instructions only), once with ``-low`` calls and once with
+``-high``, and the difference, divided by the calls between them, is what one call costs: the
+start-up, the pinning and the imports cancel out. On a shared 2-core VM the CPU time a call
+takes moves by ±10 % from one run to the next; this count repeats to within 0.2 %, so a change of
+2 % on the call path can be told from noise. It counts the gate's process only (every thread of
+it; not the upstream, which ``gate_path.py`` does not call). Needs ``valgrind``; ~40 s a build on
+2 cores (the two runs of a build go side by side). Measurement only.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+
+
+def instructions(build: str, calls: int) -> int:
+    """Every instruction cachegrind counted in one ``gate_path.py`` run of ``calls`` calls."""
+    run = subprocess.run(
+        [
+            "valgrind",
+            "--tool=cachegrind",
+            "--cache-sim=no",
+            "--cachegrind-out-file=/dev/null",
+            sys.executable,
+            str(BENCH / "gate_path.py"),
+            build,
+            "-calls",
+            str(calls),
+            "-untimed",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=BENCH,
+    )
+    found = re.search(r"I\s+refs:\s+([\d,]+)", run.stderr)
+    if run.returncode != 0 or found is None:
+        raise SystemExit(f"{build}: gate_path.py under valgrind failed:\n{run.stderr[-2000:]}")
+    return int(found.group(1).replace(",", ""))
+
+
+def main(argv: list[str]) -> int:
+    opts = {"-low": "100", "-high": "500"}
+    builds: list[str] = []
+    it = iter(argv)
+    for arg in it:
+        if arg in opts:
+            opts[arg] = next(it)
+        else:
+            builds.append(str(Path(arg).resolve()))
+    low, high = int(opts["-low"]), int(opts["-high"])
+    if not builds or high <= low:
+        print(__doc__.split("\n\n")[1], file=sys.stderr)
+        return 2
+    for build in builds:
+        with ThreadPoolExecutor(2) as pool:
+            few, many = pool.map(lambda calls: instructions(build, calls), (low, high))
+        print(f"{build}: {(many - few) / (high - low) / 1e6:.3f} M instructions a call", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
