@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -85,6 +86,9 @@ class _ParseState:
         self.overflow: Number | None = None
         self.number_error: str | None = None
 
+    def reset(self) -> None:
+        self.duplicate, self.overflow, self.number_error = False, None, None
+
     def number(self, literal: str) -> Number:
         value = Number(literal)
         if self.number_error is None:
@@ -139,17 +143,34 @@ def _first_unpaired_surrogate(text: str) -> str | None:
     return pending.group() if pending is not None else None
 
 
-def _parse(raw: bytes | str) -> Any:
-    _, text = _text_of(raw)
-    state = _ParseState()
-    try:
-        value = json.loads(
-            text,
-            object_pairs_hook=state.pairs,
-            parse_int=state.number,
-            parse_float=state.number,
+class _Decoding(threading.local):
+    """This thread's decoder, its hooks bound to this thread's parse state. Made once a thread:
+    ``json.loads`` with hooks makes a decoder and its C scanner on every call, which cost more
+    than parsing a call's arguments. A parse runs start to end on one thread and no hook
+    parses, so one state a thread, reset at each parse's start, is each parse's own."""
+
+    def __init__(self) -> None:
+        self.state = _ParseState()
+        self.decoder = json.JSONDecoder(
+            object_pairs_hook=self.state.pairs,
+            parse_int=self.state.number,
+            parse_float=self.state.number,
             parse_constant=_refuse_constant,
         )
+
+
+_decoding = _Decoding()
+
+
+def _parse(raw: bytes | str) -> Any:
+    _, text = _text_of(raw)
+    decoding = _decoding
+    state = decoding.state
+    state.reset()
+    try:
+        if text.startswith("\ufeff"):  # as json.loads refuses it
+            raise ValueError("Unexpected UTF-8 BOM")
+        value = decoding.decoder.decode(text)
     except (ValueError, RecursionError):
         raise JSONBoundaryError("not valid JSON") from None
     surrogate = _first_unpaired_surrogate(text)

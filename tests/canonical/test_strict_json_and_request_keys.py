@@ -397,3 +397,48 @@ def test_different_canonical_forms_have_different_keys(a, b) -> None:
         assert key(json.dumps(a)) != key(json.dumps(b))
     else:
         assert key(json.dumps(a)) == key(json.dumps(b))
+
+
+def test_parses_on_several_threads_at_once_each_report_their_own_findings() -> None:
+    # Each thread keeps one decoder and one parse state (canonical._strict._Decoding): a parse on
+    # one thread must never see what a parse on another noticed (a duplicate key, an overflow).
+    import sys
+    import threading
+
+    docs = {
+        "clean": ('{"a": [' + ",".join(f'{{"k{i}": {i}.50}}' for i in range(300)) + "]}", None),
+        "duplicate": (
+            '{"a": [' + ",".join(f'{{"k": {i}}}' for i in range(300)) + '], "d": 1, "d": 2}',
+            "duplicate key",
+        ),
+        "overflow": ("[" + ",".join(["1"] * 300 + ["1e999"]) + "]", "overflows"),
+    }
+    failures: list[str] = []
+    start = threading.Barrier(len(docs))
+
+    def parse_many(name: str) -> None:
+        text, refusal = docs[name]
+        start.wait()
+        for _ in range(200):
+            try:
+                value = canonical.parse_strict(text)
+            except canonical.JSONBoundaryError as err:
+                if refusal is None or refusal not in err.reason:
+                    failures.append(f"{name}: refused: {err.reason}")
+                continue
+            if refusal is not None:
+                failures.append(f"{name}: accepted")
+            elif value["a"][299] != {"k299": "299.50"}:
+                failures.append(f"{name}: {value['a'][299]}")
+
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads as often as the interpreter can, inside the hooks too
+    try:
+        threads = [threading.Thread(target=parse_many, args=(name,)) for name in docs]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert failures == []
