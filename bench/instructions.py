@@ -1,6 +1,6 @@
 """Machine instructions per gated call: a figure that does not drift with the machine's pace.
 
-``bench/.venv/bin/python bench/instructions.py BUILD [BUILD ...] [-low 100] [-high 500]``
+``bench/.venv/bin/python bench/instructions.py BUILD [BUILD ...] [-low 100] [-high 500] [-serve]``
 
 Each BUILD (a .pyz or a source tree) runs ``gate_path.py`` twice under valgrind's cachegrind
 (``--cache-sim=no``: it counts instructions only), once with ``-low`` calls and once with
@@ -9,28 +9,34 @@ start-up, the pinning and the imports cancel out. On a shared 2-core VM the CPU 
 takes moves by ±10 % from one run to the next; this count repeats to within 0.2 %, so a change of
 2 % on the call path can be told from noise. It counts the gate's process only (every thread of
 it; not the upstream, which ``gate_path.py`` does not call). Needs ``valgrind``; ~40 s a build on
-2 cores (the two runs of a build go side by side). Measurement only.
+2 cores (the two runs of a build go side by side).
+
+``-serve`` counts the whole proxy instead: the .pyz's ``serve`` under cachegrind (its process
+only, not the upstream it starts), driven by the SDK client over pipes as a host would, one
+read-only ``echo`` at a time: the wire both ways, the result's mapping and the answer included.
+~2 min a build. Measurement only.
 """
 
 from __future__ import annotations
 
 import re
+import shutil
 import subprocess
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH))
+VALGRIND = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]
 
 
 def instructions(build: str, calls: int) -> int:
     """Every instruction cachegrind counted in one ``gate_path.py`` run of ``calls`` calls."""
     run = subprocess.run(
         [
-            "valgrind",
-            "--tool=cachegrind",
-            "--cache-sim=no",
-            "--cachegrind-out-file=/dev/null",
+            *VALGRIND,
             sys.executable,
             str(BENCH / "gate_path.py"),
             build,
@@ -48,7 +54,43 @@ def instructions(build: str, calls: int) -> int:
     return int(found.group(1).replace(",", ""))
 
 
+def serve_instructions(build: str, calls: int) -> int:
+    """Every instruction cachegrind counted in one ``serve`` process that answered ``calls``
+    echo calls (after 20 of warm-up) and then saw its stdin close."""
+    from contextlib import AsyncExitStack
+
+    import anyio
+    import run as bench
+    import throughput_ab
+
+    work = bench.WORK / "instructions" / f"{Path(build).stem}-{calls}"
+    if work.exists():
+        shutil.rmtree(work)
+    config = bench.write_config(work, "runs.db")
+    subprocess.run([bench.PY, build, "pin", "-config", str(config)], check=True, capture_output=True)
+    log = work / "cachegrind.log"
+    command = [*VALGRIND, f"--log-file={log}", bench.PY, build, "serve", "-config", str(config)]
+
+    async def drive() -> None:
+        with open(work / "stderr.log", "w") as errlog:
+            async with AsyncExitStack() as stack:
+                chain = await throughput_ab.open_session(stack, "serve", command, errlog)
+                for i in range(20 + calls):
+                    await chain.call("echo", {"text": f"instructions {i}"})
+
+    anyio.run(drive)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:  # valgrind writes its summary as the process exits
+        found = re.search(r"I\s+refs:\s+([\d,]+)", log.read_text() if log.exists() else "")
+        if found is not None:
+            return int(found.group(1).replace(",", ""))
+        time.sleep(0.5)
+    raise SystemExit(f"{build}: no instruction count in {log}")
+
+
 def main(argv: list[str]) -> int:
+    serve = "-serve" in argv
+    argv = [a for a in argv if a != "-serve"]
     opts = {"-low": "100", "-high": "500"}
     builds: list[str] = []
     it = iter(argv)
@@ -62,8 +104,9 @@ def main(argv: list[str]) -> int:
         print(__doc__.split("\n\n")[1], file=sys.stderr)
         return 2
     for build in builds:
+        count = serve_instructions if serve else instructions
         with ThreadPoolExecutor(2) as pool:
-            few, many = pool.map(lambda calls: instructions(build, calls), (low, high))
+            few, many = pool.map(lambda calls: count(build, calls), (low, high))
         print(f"{build}: {(many - few) / (high - low) / 1e6:.3f} M instructions a call", flush=True)
     return 0
 

@@ -1,7 +1,7 @@
 """What an allowed read-only call's record costs when written straight-line: the floor of a
 rebuilt record path in Python.
 
-``python bench/record_floor.py [-calls 3000]`` (from the repository root, any Python with the
+``python bench/record_floor.py [-calls 3000] [-json]`` (from the repository root, any Python with the
 runtime's dependencies importable). The database is made by ``Store.open`` (the real schema, every
 index), then each call runs 31 statements modelled on the trace of an allowed read-only ``echo``
 (``bench/statements_per_call.py``): the rules' read of the key's rows, the two transactions with
@@ -14,6 +14,7 @@ seen before also reads that key's run, steps and approvals and closes its row: 4
 The rows written verify (``Store.verify``: the chain and the state), or it exits 1.
 Prints the CPU per call (this thread's: SQLite's work and the fsync's kernel share included) with
 and without the two COMMITs, beside ``gate_path.py``'s figure for the real gate to compare with.
+``-json`` prints the figures as one JSON object (``bench/run.py`` reads them for its reference rows).
 Measurement only; not part of the .pyz.
 """
 
@@ -231,8 +232,26 @@ class Recorder:
 
 
 def main(argv: list[str]) -> int:
+    as_json = "-json" in argv
+    argv = [a for a in argv if a != "-json"]
     opts = dict(zip(argv[::2], argv[1::2], strict=False))
-    calls = int(opts.get("-calls", 3000))
+    measured = measure(int(opts.get("-calls", 3000)))
+    if measured is None:
+        return 1
+    calls, total, commit = measured
+    if as_json:  # for bench/run.py's reference rows
+        print(json.dumps({"calls": calls, "cpu_ms": total, "commits_cpu_ms": commit, "rest_cpu_ms": total - commit}))
+        return 0
+    print(
+        f"straight-line record of an allowed read, {calls} calls: CPU per call median {total:.3f} ms "
+        f"(the 2 COMMITs {commit:.3f} ms; the rest {total - commit:.3f} ms)"
+    )
+    return 0
+
+
+def measure(calls: int) -> tuple[int, float, float] | None:
+    """(calls, the median CPU ms a call, of which its 2 COMMITs), or None (said) when the rows
+    written do not verify."""
     directory = Path(tempfile.mkdtemp(prefix="record-floor-"))
     path = str(directory / "runs.db")
     Store.open(path).close()  # the real schema and indexes
@@ -259,14 +278,9 @@ def main(argv: list[str]) -> int:
     finally:
         store.close()
     if report.brk is not None or report.state is None or report.state.total != 0:
-        print(f"the straight-line rows do not verify: {report}")
-        return 1
-    total, commit = statistics.median(cpu) / 1e6, statistics.median(commits) / 1e6
-    print(
-        f"straight-line record of an allowed read, {calls} calls: CPU per call median {total:.3f} ms "
-        f"(the 2 COMMITs {commit:.3f} ms; the rest {total - commit:.3f} ms)"
-    )
-    return 0
+        print(f"the straight-line rows do not verify: {report}", file=sys.stderr)
+        return None
+    return calls, statistics.median(cpu) / 1e6, statistics.median(commits) / 1e6
 
 
 if __name__ == "__main__":
