@@ -137,9 +137,14 @@ def canonical_schema(raw: bytes | str) -> bytes:
         raise SchemaFormError(M.SCHEMA_TOO_DEEP) from exc
 
 
+# Made once (json.loads with hooks makes a decoder and its scanner on every call); its hooks keep
+# no state, so every thread may share it, as json.loads shares its own default decoder.
+_FORM_DECODER = json.JSONDecoder(parse_int=Number, parse_float=Number)
+
+
 def parse_form(form: bytes) -> Any:
     """The canonical schema form read back as a literal-keeping tree (it is JSON already)."""
-    return json.loads(form.decode("utf-8"), parse_int=Number, parse_float=Number)
+    return _FORM_DECODER.decode(form.decode("utf-8"))
 
 
 def schema_hash(raw: bytes | str) -> str:
