@@ -93,7 +93,7 @@ class ServerSession:
         self.handler = handler
         self._on_eof = on_eof
         self._max_message_bytes = max_message_bytes
-        self._write_lock = anyio.Lock()
+        self._write_lock = anyio.Lock(fast_acquire=True)  # a free one without a turn of the loop
         self._ids: set[tuple[type, RequestId]] = set()  # every request not yet answered
         self._writer_broken = False
         self.protocol_version: str | None = None  # the handshake's version; None in the modern era

@@ -65,7 +65,9 @@ class StdioTransport:
         self._proc: subprocess.Popen[bytes] | None = None
         self._stdin: asyncio.StreamWriter | None = None
         self._pipes: list[asyncio.BaseTransport] = []
-        self._write_lock = anyio.Lock()
+        # Taken without a turn of the loop when free (two a call otherwise, each a full turn);
+        # a held one still goes to its waiters in order.
+        self._write_lock = anyio.Lock(fast_acquire=True)
         self._tail = bytearray()
         self._stderr_closed = anyio.Event()
         self._stdout_closed = anyio.Event()
