@@ -302,19 +302,23 @@ def _plain(value: Any) -> bool:
     escapes: only exact dicts with str keys, lists, tuples, str, int, float, bool and None
     (no ``Raw`` or ``Number`` literal, which are str subclasses; no other mapping)."""
     t = type(value)
-    if t is str or t is int or t is float or t is bool or value is None:
+    if t in _SCALARS:
         return True
+    # A scalar member is judged here, not by a call of its own: most members are scalars.
     if t is dict:
         for k, v in value.items():  # noqa: SIM110 (a loop: all() over a generator is slower here)
-            if type(k) is not str or not _plain(v):
+            if type(k) is not str or (type(v) not in _SCALARS and not _plain(v)):
                 return False
         return True
     if t is list or t is tuple:
         for v in value:  # noqa: SIM110
-            if not _plain(v):
+            if type(v) not in _SCALARS and not _plain(v):
                 return False
         return True
     return False
+
+
+_SCALARS = frozenset({str, int, float, bool, type(None)})  # exact types: Raw and Number are literals
 
 
 def go_json(value: Any) -> str:
