@@ -91,14 +91,10 @@ def serve_instructions(build: str, calls: int) -> int:
 def main(argv: list[str]) -> int:
     serve = "-serve" in argv
     argv = [a for a in argv if a != "-serve"]
-    opts = {"-low": "100", "-high": "500"}
-    builds: list[str] = []
-    it = iter(argv)
-    for arg in it:
-        if arg in opts:
-            opts[arg] = next(it)
-        else:
-            builds.append(str(Path(arg).resolve()))
+    from throughput_ab import builds_and_options
+
+    paths, opts = builds_and_options(argv, {"-low": "100", "-high": "500"})
+    builds = [str(path) for path in paths]
     low, high = int(opts["-low"]), int(opts["-high"])
     if not builds or high <= low:
         print(__doc__.split("\n\n")[1], file=sys.stderr)

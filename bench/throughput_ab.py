@@ -96,15 +96,21 @@ async def main_async(builds: list[Path], rounds: int, calls: int, concurrency: i
     return 0
 
 
-def main(argv: list[str]) -> int:
-    opts = {"-rounds": "6", "-calls": "400", "-concurrency": "8"}
+def builds_and_options(argv: list[str], defaults: dict[str, str]) -> tuple[list[Path], dict[str, str]]:
+    """The builds named (resolved) and the options given (``-name value``), over ``defaults``."""
+    opts = dict(defaults)
     builds: list[Path] = []
     it = iter(argv)
-    for a in it:
-        if a in opts:
-            opts[a] = next(it)
+    for arg in it:
+        if arg in opts:
+            opts[arg] = next(it)
         else:
-            builds.append(Path(a).resolve())
+            builds.append(Path(arg).resolve())
+    return builds, opts
+
+
+def main(argv: list[str]) -> int:
+    builds, opts = builds_and_options(argv, {"-rounds": "6", "-calls": "400", "-concurrency": "8"})
     if not builds:
         print(__doc__.split("\n\n")[1], file=sys.stderr)
         return 2
