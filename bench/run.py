@@ -946,17 +946,19 @@ def throughput_floor(res: dict[str, Any], kind: str, rate: float) -> list[dict[s
     """What ``rate`` calls a second leave the proxy, against the least it can spend a call.
 
     The proxy has one event loop: at most ``1000 / rate`` ms a call. The machine's cores, less
-    what the client and the upstream behind the proxy spend a call (the agentrt rounds), leave
-    it ``cores × 1000 / rate − client − upstream`` ms of CPU a call. The least it can spend: its
+    what the client and the upstream spend a call at such a rate (the client's in the direct
+    rounds, the upstream's behind the passthrough chain: both chains near that rate), leave it
+    ``cores × 1000 / rate − client − upstream`` ms of CPU a call. The least it can spend: its
     wire (the passthrough chain's CPU a call) and the record written straight-line without its
     COMMITs (``record_floor.py``): a lower bound, the shared COMMITs' CPU left out."""
     spent = res.get("throughput_cpu_ms_per_call", {}).get(kind, {})
     record = res.get("record_floor")
-    if not record or "agentrt" not in spent or "passthrough" not in spent:
+    if not record or not {"agentrt", "passthrough", "direct"} <= spent.keys():
         return []
     cores = os.cpu_count() or 1
     ours = spent["agentrt"]
-    budget = min(1000 / rate, cores * 1000 / rate - ours["client_ms"] - ours["behind_ms"])
+    others = spent["direct"]["client_ms"] + spent["passthrough"]["behind_ms"]
+    budget = min(1000 / rate, cores * 1000 / rate - others)
     least = spent["passthrough"]["head_ms"] + record["rest_cpu_ms"]
     return [
         {
