@@ -32,6 +32,7 @@ __all__ = [
 ]
 
 _WS = re.compile(r"[ \t\n\r]*")
+_WS_CHARS = frozenset(" \t\n\r")  # "" (past the end) is not in it: i, as the regex would give
 _DECODER = json.JSONDecoder()
 _SCAN = _DECODER.scan_once  # type: ignore[attr-defined]
 
@@ -41,6 +42,8 @@ class SpanError(InvalidValue):
 
 
 def _ws(text: str, i: int) -> int:
+    if text[i : i + 1] not in _WS_CHARS:  # compact JSON, the common case: no regex call
+        return i
     m = _WS.match(text, i)
     assert m is not None
     return m.end()

@@ -165,6 +165,17 @@ def test_keys_match_exactly_and_case_sensitively() -> None:
     assert span is not None and escaped[span[0] : span[1]] == '{"a":1}'
 
 
+@pytest.mark.parametrize("ws", ["", " ", "\t", "\n", "\r", " \r\n\t "])
+def test_a_span_is_found_whatever_json_whitespace_lies_between_the_tokens(ws: str) -> None:
+    tokens = ["{", '"x"', ":", "0", ",", '"params"', ":", "{", '"arguments"', ":"]
+    tokens += ["[", "1", ",", '"two"', "]", "}", "}"]
+    text = ws + ws.join(tokens) + ws
+    span = find_span(text, ["params", "arguments"])
+    assert span is not None and json.loads(text[span[0] : span[1]]) == [1, "two"]
+    assert text[span[0]] == "[" and text[span[1] - 1] == "]"  # the value alone, no whitespace around it
+    assert [name for name, _key, _value in raw_members(text)] == ["x", "params"]
+
+
 def test_the_id_of_an_undecodable_answer_can_still_be_read() -> None:
     assert top_level_id('{"jsonrpc":"2.0","result":{"id":9,"x":[1,2,NaN]},"id":42}') == 42
     assert top_level_id('{"id":"r-1","result":{bad') == "r-1"
