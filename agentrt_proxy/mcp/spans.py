@@ -142,7 +142,10 @@ def find_span(text: str, path: Sequence[str | int], start: int = 0) -> tuple[int
     Raises ``SpanError`` when a step meets the wrong kind of value.
     """
     begin = _ws(text, start)
-    end = _value_end(text, begin)
+    # A first key's step walks every member of the object, checking each value, comma and brace
+    # as a scan of the whole value would: the text is not decoded twice for it.
+    walked_whole = bool(path) and isinstance(path[0], str) and text[begin : begin + 1] == "{"
+    end = begin if walked_whole else _value_end(text, begin)
     for step in path:
         found: tuple[int, int] | None = None
         if isinstance(step, str):

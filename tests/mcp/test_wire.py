@@ -176,6 +176,22 @@ def test_a_span_is_found_whatever_json_whitespace_lies_between_the_tokens(ws: st
     assert [name for name, _key, _value in raw_members(text)] == ["x", "params"]
 
 
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"params":{"arguments":[1]},}',  # a comma before the brace
+        '{"params":{"arguments":[1]},"z" 1}',  # a member after the one sought, its colon missing
+        '{"params":{"arguments":[1]},"z":[1,}',  # a broken value after the one sought
+        '{"params":{"arguments":[1]}',  # the object never closed
+        '{"params":{"arguments":[1],"x":tru}}',  # a broken literal beside the one sought
+        '[{"params":1}',  # no object where the first key is sought, and no value at all
+    ],
+)
+def test_a_span_is_not_found_in_text_that_is_no_whole_value(text: str) -> None:
+    with pytest.raises(SpanError):
+        find_span(text, ["params", "arguments"])
+
+
 def test_the_id_of_an_undecodable_answer_can_still_be_read() -> None:
     assert top_level_id('{"jsonrpc":"2.0","result":{"id":9,"x":[1,2,NaN]},"id":42}') == 42
     assert top_level_id('{"id":"r-1","result":{bad') == "r-1"
