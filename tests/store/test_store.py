@@ -254,3 +254,33 @@ def test_the_serving_writer_caches_at_most_a_mebibyte_of_pages(tmp_path: Path) -
             assert conn.execute("PRAGMA cache_size").fetchone()[0] == -1024
     finally:
         store.close()
+
+
+def _open_temp_files() -> list[str]:
+    # SQLite unlinks a temp file as it opens it ("etilqs_..."): only the descriptor shows it.
+    found = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            target = os.readlink(f"/proc/self/fd/{fd}")
+        except OSError:
+            continue
+        if "etilqs_" in target:
+            found.append(target)
+    return found
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="reads /proc/self/fd (Linux)")
+def test_the_serving_writer_keeps_a_savepoints_journal_out_of_temp_files(tmp_path: Path) -> None:
+    # A group commit's units are savepoints: their statement journal must not cost file writes.
+    store = Store.open(str(tmp_path / "runs.db"))
+    try:
+        with store._db.write() as tx:
+            tx.conn.execute("INSERT INTO tool_specs (hash, spec_json) VALUES ('seed', '{}')")
+            tx.conn.execute("SAVEPOINT unit")
+            for n in range(200):  # about 400 KiB of pages changed inside the savepoint
+                tx.conn.execute("INSERT INTO tool_specs (hash, spec_json) VALUES (?, ?)", (f"h{n}", "x" * 2000))
+            tx.conn.execute("UPDATE tool_specs SET spec_json = spec_json || 'y'")
+            assert _open_temp_files() == []
+            tx.conn.execute("RELEASE unit")
+    finally:
+        store.close()
