@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from typing import Any
+from typing import Any, NamedTuple
 
 import jsonschema
 import referencing
@@ -17,13 +17,21 @@ from jsonschema import Draft7Validator, Draft202012Validator
 
 from agentrt_proxy import canonical
 from agentrt_proxy.text import record_text
+from agentrt_proxy.upstream._plain_schema import Check, plain_check
 
-_cache: dict[str, Any] = {}
+
+class _Compiled(NamedTuple):
+    validator: Any
+    plain: Check | None  # passes what jsonschema would pass, for a plain schema (_plain_schema.py)
+
+
+_cache: dict[str, _Compiled] = {}
 _lock = threading.Lock()
 # The same schema object (a registered tool's input schema) again: its validator without
 # re-encoding the schema to hash it. Holds the schema, so its id cannot be reused meanwhile.
-_by_object: dict[int, tuple[Any, Any]] = {}
+_by_object: dict[int, tuple[Any, _Compiled]] = {}
 _BY_OBJECT_MAX = 256
+_PLAIN_DRAFTS = (Draft7Validator, Draft202012Validator)
 
 
 def _compile(schema: Any) -> Any:
@@ -42,6 +50,10 @@ def _compile(schema: Any) -> Any:
 
 
 def validator(schema: Any) -> Any:
+    return _compiled(schema).validator
+
+
+def _compiled(schema: Any) -> _Compiled:
     entry = _by_object.get(id(schema))
     if entry is not None and entry[0] is schema:
         return entry[1]
@@ -49,7 +61,8 @@ def validator(schema: Any) -> Any:
     with _lock:
         found = _cache.get(key)
     if found is None:
-        found = _compile(schema)
+        compiled = _compile(schema)
+        found = _Compiled(compiled, plain_check(compiled.schema) if type(compiled) in _PLAIN_DRAFTS else None)
         with _lock:
             _cache[key] = found
     with _lock:
@@ -63,8 +76,10 @@ def schema_error(schema: Any, args: Any) -> str:
     """Every mismatch as text, joined by "; " (as the Go validator lists every cause), '' when
     the arguments match."""
     try:
-        v = validator(schema)
-        errors = sorted(v.iter_errors(canonical.to_python(args)), key=lambda e: list(e.absolute_path))
+        compiled = _compiled(schema)
+        if compiled.plain is not None and compiled.plain(args):
+            return ""
+        errors = sorted(compiled.validator.iter_errors(canonical.to_python(args)), key=lambda e: list(e.absolute_path))
     except (jsonschema.SchemaError, referencing.exceptions.Unresolvable) as exc:
         return record_text.SCHEMA_UNUSABLE.format(error=getattr(exc, "message", exc))
     except jsonschema.exceptions._WrappedReferencingError as exc:  # an unresolvable $ref
