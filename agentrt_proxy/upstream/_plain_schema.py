@@ -1,8 +1,8 @@
 """A check that passes arguments without jsonschema when their schema is a plain shape.
 
 Most tools' input schemas are an object of typed properties, some required, perhaps no
-others allowed: jsonschema walks such a schema in ~40 µs a call, most of a read-only call's
-validation. ``plain_check`` compiles a schema made only of the keywords below into a check
+others allowed: jsonschema walks even such a schema in ~90,000 instructions a call (decision
+0025). ``plain_check`` compiles a schema made only of the keywords below into a check
 that answers True only where jsonschema (Draft 7 or 2020-12, the drafts ``validation.py``
 picks by default) finds no error: any other keyword, any other draft, or anything the check
 is not sure of (a float where an integer is asked, a value it does not know) answers False,
