@@ -74,6 +74,7 @@ class Style:
     this module loads on the cold start."""
 
     __slots__ = (
+        "_sorted_c",
         "_walk",
         "ensure_ascii",
         "escape_html",
@@ -106,6 +107,8 @@ class Style:
         self.keep_lone_surrogates = like_json_dumps if keep_lone_surrogates is None else keep_lone_surrogates
         self.ensure_ascii = ensure_ascii  # every character outside ASCII as \uXXXX (json.dumps's default)
         self._walk: Callable[[Any, list[str]], None] | None = None  # made by the first encode
+        # (_sorted_c_writer's answer,) once the first encode made it
+        self._sorted_c: tuple[Callable[[Any], str] | None] | None = None
 
 
 _ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
@@ -116,6 +119,18 @@ _encode_basestring_ascii: Callable[[str], str] = json.encoder.encode_basestring_
 _LITERALS = (Number, Raw)
 
 
+def _changed_characters(style: Style) -> re.Pattern[str] | None:
+    """The characters ``style`` writes otherwise than ``json.dumps``'s string writer (without
+    ASCII escaping) does, or None when there are none."""
+    escaped = ("<>&" if style.escape_html else "") + ("\u2028\u2029" if style.escape_line_separators else "")
+    surrogates = "" if style.keep_lone_surrogates else "\ud800-\udfff"
+    return re.compile(f"[{escaped}{surrogates}]") if escaped or surrogates else None
+
+
+def _replacement(match: re.Match[str]) -> str:
+    return _ESCAPES.get(match.group(), "\ufffd")  # a lone surrogate: U+FFFD, as Go writes it
+
+
 def string_writer(style: Style) -> Callable[[str], str]:
     """The function that writes one string, quotes included, in ``style``."""
     if style.ensure_ascii:
@@ -124,15 +139,11 @@ def string_writer(style: Style) -> Callable[[str], str]:
         if style.escape_html or not style.keep_lone_surrogates:
             raise ValueError(M.ASCII_STYLE)
         return _encode_basestring_ascii
-    escaped = ("<>&" if style.escape_html else "") + ("\u2028\u2029" if style.escape_line_separators else "")
-    surrogates = "" if style.keep_lone_surrogates else "\ud800-\udfff"
-    if not escaped and not surrogates:
+    pattern = _changed_characters(style)
+    if pattern is None:
         return _encode_basestring
-    pattern = re.compile(f"[{escaped}{surrogates}]")
     search, sub = pattern.search, pattern.sub
-
-    def replace(match: re.Match[str]) -> str:
-        return _ESCAPES.get(match.group(), "\ufffd")
+    replace = _replacement
 
     def write_string(text: str) -> str:
         quoted = _encode_basestring(text)
@@ -279,6 +290,11 @@ def _indented(compact: str, indent: str) -> str:
 
 def encode(value: Any, style: Style) -> str:
     """``value`` as JSON text in ``style`` (see the module's description)."""
+    made = style._sorted_c
+    if made is None:
+        made = style._sorted_c = (_sorted_c_writer(style),)
+    if made[0] is not None and _sortable(value):
+        return made[0](value)
     walk = style._walk
     if walk is None:
         walk = style._walk = _walker(style)
@@ -319,6 +335,53 @@ def _plain(value: Any) -> bool:
 
 
 _SCALARS = frozenset({str, int, float, bool, type(None)})  # exact types: Raw and Number are literals
+
+
+# ------------------------------------------------------------- the sorted styles' C path
+
+_SORTABLE = frozenset({str, int, bool, type(None)})  # no float: the walk refuses one that is not finite
+
+
+def _sortable(value: Any) -> bool:
+    """Whether ``json.dumps(sort_keys=True)`` orders and writes this tree as the walk of a sorted
+    style does, but for the characters that style changes in strings: exact dicts whose keys are
+    str without a lone surrogate (the walk sorts those keys as Go decoded them), lists, tuples,
+    str, int, bool and None."""
+    t = type(value)
+    if t in _SORTABLE:
+        return True
+    if t is dict:
+        for k, v in value.items():
+            if type(k) is not str or (not k.isascii() and _SURROGATE.search(k) is not None):
+                return False
+            if type(v) not in _SORTABLE and not _sortable(v):
+                return False
+        return True
+    if t is list or t is tuple:
+        for v in value:  # noqa: SIM110 (a loop: all() over a generator is slower here)
+            if type(v) not in _SORTABLE and not _sortable(v):
+                return False
+        return True
+    return False
+
+
+def _sorted_c_writer(style: Style) -> Callable[[Any], str] | None:
+    """For a compact style with sorted keys (``CANONICAL``, ``POLICY``, ``SCHEMA``): a tree that
+    is ``_sortable`` written by the C encoder, then the style's changed characters replaced in the
+    whole text (they can occur only inside strings, keys included). None for the other styles."""
+    if not style.sort_keys or style.indent or style.ensure_ascii or style.like_json_dumps \
+            or _c_make_encoder is None:
+        return None
+    c_encoder = _c_make_encoder(None, _not_plain, _encode_basestring, None, ":", ",", True, False, True)
+    pattern = _changed_characters(style)
+
+    def write(value: Any) -> str:
+        out = "".join(c_encoder(value, 0))
+        if pattern is None or pattern.search(out) is None:
+            return out
+        return pattern.sub(_replacement, out)
+
+    return write
 
 
 def go_json(value: Any) -> str:

@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from agentrt_proxy.canonical._values import JSONBoundaryError, Number
@@ -28,6 +28,7 @@ from agentrt_proxy.canonical.encoder import (
     Raw,
     Style,
     _go_json,
+    _walker,
     encode,
     go_json,
 )
@@ -108,6 +109,52 @@ def test_the_wire_style_writes_the_bytes_json_dumps_wrote_on_the_wire(value: Any
 @given(trees(PLAIN | st.floats() | st.sampled_from([Number("1.50"), Number("-0"), Raw("[1,{}]")]), texts))
 def test_the_stores_c_fast_path_and_the_walk_write_the_same(value: Any) -> None:
     assert go_json(value) == _go_json(value)
+
+
+def walked(value: Any, style: Style) -> str:
+    out: list[str] = []
+    _walker(style)(value, out)
+    return "".join(out)
+
+
+LEAVES = (PLAIN | st.floats() | texts_with_surrogates
+          | st.sampled_from([Number("1.50"), Number("-0"), Raw("[1,{}]"), 2**70, -(2**64)]))
+# Keys whose order a lone surrogate changes: Go sorts it as U+FFFD, after U+E000..U+FFFC.
+KEYS = st.text(st.sampled_from(CHARS + SURROGATES + ["\uff01", "\ufffd"]), max_size=4)
+
+
+def written(value: Any, write: Any) -> str:
+    try:
+        return str(write(value))
+    except JSONBoundaryError as refused:  # a float that is not finite: refused alike
+        return f"refused: {refused}"
+
+
+@settings(max_examples=800, deadline=None)
+@given(trees(LEAVES, KEYS), st.sampled_from(["CANONICAL", "POLICY", "SCHEMA"]))
+@example([float("inf")], "CANONICAL")
+@example({"a": [1, float("nan")]}, "POLICY")
+@example({"\ud800": 1, "\uff01": 2, "a": 3}, "CANONICAL")
+@example({"k": "\ud800<\u2028>"}, "SCHEMA")
+def test_the_sorted_styles_c_path_and_the_walk_write_the_same(value: Any, name: str) -> None:
+    # Lone surrogates in keys and strings, floats, literals, huge ints: whatever the C path takes
+    # (or leaves to the walk), the bytes are the walk's; the request keys and hashes depend on them.
+    style = {"CANONICAL": CANONICAL, "POLICY": POLICY, "SCHEMA": SCHEMA}[name]
+    assert written(value, lambda v: encode(v, style)) == written(value, lambda v: walked(v, style))
+
+
+def test_a_sorted_style_writes_a_tree_without_literals_or_floats_through_the_c_path() -> None:
+    style = Style(sort_keys=True, escape_html=True)
+
+    def no_walk(value: Any, out: list[str]) -> None:
+        raise AssertionError("walked")
+
+    style._walk = no_walk
+    tree = {"b": [1, True, None, ("x", "<\u2028>")], "a": {"\ud800x": "y"}.get("none", "é"), "c": {}}
+    assert encode(tree, style) == escaped(dumps(tree, sort_keys=True), "<>&\u2028\u2029")
+    for walked_only in ({"n": Number("1")}, {"f": 1.5}, {"\ud800": 1}, {1: "a"}, [Raw("{}")]):
+        with pytest.raises(AssertionError, match="walked"):
+            encode(walked_only, style)
 
 
 STYLES = {
