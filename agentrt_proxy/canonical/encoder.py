@@ -28,6 +28,10 @@ callers' own rules:
   whitespace around it) written verbatim, so an object rebuilt from another's member texts
   keeps every byte of them.
 
+``STORE`` and the sorted compact styles (``CANONICAL``, ``POLICY``, ``SCHEMA``) write a tree the
+C encoder writes alike through it (``_plain``, ``_sortable``), the style's changed characters then
+replaced in the whole text; the tests hold both paths to the same bytes.
+
 A float that is not finite is refused (``JSONBoundaryError``) by every style but ``STORE``.
 Every style writes a key that is not a string as ``str`` makes it (``json.dumps`` would write
 ``True`` as ``true``; no message or record has such a key).
