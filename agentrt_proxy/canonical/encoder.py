@@ -147,12 +147,11 @@ def string_writer(style: Style) -> Callable[[str], str]:
     if pattern is None:
         return _encode_basestring
     search, sub = pattern.search, pattern.sub
-    replace = _replacement
 
     def write_string(text: str) -> str:
         quoted = _encode_basestring(text)
         # Only the characters of ``pattern`` change, and none of them is written escaped above.
-        return quoted if search(quoted) is None else sub(replace, quoted)
+        return quoted if search(quoted) is None else sub(_replacement, quoted)
 
     if style.escape_html:
         return write_string
