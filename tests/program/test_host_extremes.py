@@ -7,6 +7,7 @@ counts exactly the payments that were valid requests, and the proxy ends cleanly
 from __future__ import annotations
 
 import json
+import sqlite3
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -175,3 +176,28 @@ def test_calls_of_the_wrong_types_are_each_answered_once_and_pay_nothing(
         assert got[i][0]["result"]["isError"] is True
         assert got[i][0]["result"]["content"][0]["text"].startswith("INVALID: "), got[i][0]
     assert paid(tmp_path) == []
+
+
+def test_arguments_a_lax_check_would_take_never_reach_a_plain_schemas_tool(
+    tmp_path: Path, program_argv: list[str], program_env: dict[str, str]
+) -> None:
+    # bank_balance's schema is plain (one required string, nothing else allowed): it is checked
+    # without jsonschema (decision 0025). Spellings that slip past a loose check must not run it.
+    def balance(msg_id: int, arguments_text: str) -> bytes:
+        return ('{"jsonrpc":"2.0","id":' + str(msg_id) + ',"method":"tools/call","params":{"name":"bank_balance",'
+                '"arguments":' + arguments_text + "}}").encode()
+
+    refused = ['{"account":7}', '{"account":true}', '{"account":null}', '{"account":["A-1"]}', "{}",
+               '{"account":"A-1","extra":1}', '{"Account":"A-1"}', '{"account":{"id":"A-1"}}']
+    lines = [INITIALIZE, INITIALIZED, *(balance(i, text) for i, text in enumerate(refused)),
+             balance(99, '{"account":"A-1"}')]
+    answers, _ = serve_all(tmp_path, program_argv, program_env, lines)
+    got = by_id(answers)
+    for i in range(len(refused)):
+        assert got[i][0]["result"]["content"][0]["text"].startswith("INVALID: "), (refused[i], got[i][0])
+    assert "holds 120.00 EUR" in got[99][0]["result"]["content"][0]["text"]
+    # Counted in the record: one tool start, the valid call's; every other run ended before it.
+    with sqlite3.connect(tmp_path / "runs.db") as db:
+        started = db.execute("SELECT COUNT(*) FROM events WHERE type = 'step.tool_started'").fetchone()[0]
+        runs = db.execute("SELECT COUNT(*) FROM runs").fetchone()[0]
+    assert (started, runs) == (1, len(refused) + 1)
