@@ -46,8 +46,10 @@ class GroupLost(BaseException):
 class Owner(Protocol):
     """What the group needs of the ``Database`` that owns it."""
 
-    conn: sqlite3.Connection
     lock: threading.RLock
+
+    @property
+    def conn(self) -> sqlite3.Connection: ...
 
     def begin_group(self) -> None: ...
     def committed(self, group: Group) -> None: ...

@@ -31,7 +31,7 @@ from agentrt_proxy.text.record_text import ERR_STORE_READ_ONLY, ERR_TX_FAILED
 class Database:
     def __init__(self, path: str, conn: sqlite3.Connection, readonly: bool) -> None:
         self.path = path
-        self.conn = conn
+        self._conn = conn
         self.readonly = readonly
         self.lock = threading.RLock()  # the owning thread re-enters it (a nested write joins its transaction)
         self.commits = 0  # write transactions committed through write() (tests and the bench count them)
@@ -44,10 +44,19 @@ class Database:
         # The file this connection opened: a writer refuses to go on once another is at the path.
         self._identity = None if readonly else file_identity(path)
 
+    @property
+    def conn(self) -> sqlite3.Connection:
+        """The connection. Inside this thread's write transaction, what the ``Tx`` holds back
+        is written first, so a read through it sees every write made before."""
+        tx = self._tx
+        if tx is not None and self._tx_thread == threading.get_ident():
+            tx.flush()
+        return self._conn
+
     def close(self) -> None:
         with self.lock, map_sqlite_errors():
             self.group.commit_now()
-            self.conn.close()
+            self._conn.close()
 
     # ----------------------------------------------------------------------- writes
     def write(self) -> AbstractContextManager[Tx]:
@@ -87,11 +96,13 @@ class Database:
             if self._nowait:
                 self._begin_nowait()
             else:
-                self.conn.execute("BEGIN IMMEDIATE")
-            tx = Tx(self.conn, self._stored_specs)
+                self._conn.execute("BEGIN IMMEDIATE")
+            tx = Tx(self._conn, self._stored_specs)
             self._open_tx(tx)
             try:
                 yield tx
+                if self._tx_failed is None:
+                    tx.flush()
             except BaseException:
                 self._end_tx()
                 self._rollback()
@@ -102,7 +113,7 @@ class Database:
                 self._rollback()
                 raise StoreError(ERR_TX_FAILED) from failed
             try:
-                self.conn.execute("COMMIT")
+                self._conn.execute("COMMIT")
             except BaseException:
                 self._rollback()
                 raise
@@ -114,11 +125,13 @@ class Database:
         first unit). A unit that raises is rolled back to its savepoint alone and re-raises
         as ``write()`` does; the group's other units stay."""
         group = self.group.join()
-        self.conn.execute("SAVEPOINT unit")
-        tx = Tx(self.conn, self._stored_specs)
+        self._conn.execute("SAVEPOINT unit")
+        tx = Tx(self._conn, self._stored_specs)
         self._open_tx(tx)
         try:
             yield tx
+            if self._tx_failed is None:
+                tx.flush()
         except BaseException as exc:
             self._end_tx()
             self.group.undo_unit(group, exc)
@@ -129,7 +142,7 @@ class Database:
             self.group.undo_unit(group, failed)
             raise StoreError(ERR_TX_FAILED) from failed
         try:
-            self.conn.execute("RELEASE unit")
+            self._conn.execute("RELEASE unit")
         except BaseException as exc:
             self.group.undo_unit(group, exc)
             raise
@@ -151,8 +164,8 @@ class Database:
     def _rollback(self) -> None:
         # SQLite may have rolled back already (a full disk, an I/O error): then there is
         # nothing to undo, and a ROLLBACK would raise over the error that ended it.
-        if self.conn.in_transaction:
-            self.conn.execute("ROLLBACK")
+        if self._conn.in_transaction:
+            self._conn.execute("ROLLBACK")
 
     def _open_tx(self, tx: Tx) -> None:
         self._tx, self._tx_failed, self._tx_thread = tx, None, threading.get_ident()
@@ -192,15 +205,15 @@ class Database:
             self.lock.release()
 
     def _begin_nowait(self) -> None:
-        self.conn.execute("PRAGMA busy_timeout = 0")
+        self._conn.execute("PRAGMA busy_timeout = 0")
         try:
-            self.conn.execute("BEGIN IMMEDIATE")
+            self._conn.execute("BEGIN IMMEDIATE")
         except sqlite3.OperationalError as err:
             if is_busy(err):
                 raise WouldBlock from err
             raise
         finally:
-            self.conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            self._conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
 
     def open_tx(self) -> Tx | None:
         """The write transaction this thread has open, else None (another thread's open

@@ -4,6 +4,15 @@ Every status-changing write looks its move up in the state table (``_states.py``
 SQL runs: an illegal one raises ``IllegalTransition`` having written nothing. A lost CAS (the
 row was not in an expected state: someone else moved it) raises ``RunStateError``, which rolls
 the whole transaction back. The gate composes its transitions from these and never sees SQL.
+
+Three writes wait for the transaction's next statement (``flush``): the run row ``insert_run``
+makes, with the step claimed on it folded in; the step row ``claim_step`` makes, with the
+``update_step`` calls on it folded in; and the events appended since the last statement (one
+``executemany``). The call path begins a run, claims, decides and starts its step in one
+unit: two INSERTs where there were two INSERTs and three UPDATEs. Every other statement of
+the transaction, its COMMIT and its unit's RELEASE write them first, so nothing read or
+committed misses them; a CAS on a held row checks what the UPDATE's WHERE would
+(docs/decisions/0026).
 """
 
 from __future__ import annotations
@@ -34,7 +43,17 @@ from agentrt_proxy.store._rows import (
     read_steps,
 )
 from agentrt_proxy.store._sqlite_errors import mapped
-from agentrt_proxy.store._states import APPROVAL, NEW, RUN, STEP, born_illegal, illegal_move, transition_error
+from agentrt_proxy.store._states import (
+    APPROVAL,
+    DECIDING,
+    NEW,
+    RUN,
+    RUNNING,
+    STEP,
+    born_illegal,
+    illegal_move,
+    transition_error,
+)
 from agentrt_proxy.text.operator_text import ERR_NOT_SETTABLE
 from agentrt_proxy.text.record_text import EXPECTED_RUNNING_LEASED, MSG_RUN_STATE
 
@@ -47,36 +66,44 @@ class Tx:
         self._head: tuple[int, str] | None = None  # the chain head: read once, advanced by append (runtime-core §8.2)
         self.specs_written: set[str] = set()  # tool_specs hashes this transaction wrote (or found there)
         self._stored_specs = stored_specs  # hashes an earlier committed transaction of this database wrote
+        self._run: dict[str, Any] | None = None  # the run row insert_run made, not yet inserted
+        self._step: dict[str, Any] | None = None  # the step row claim_step made, not yet inserted
+        self._events: list[tuple[Any, ...]] = []  # events appended since the last statement
 
     # reads inside the transaction -------------------------------------------------
     @mapped
     def run(self, run_id: str) -> Run:
+        self._flush()
         return read_run(self._c, run_id)
 
     @mapped
     def steps(self, run_id: str) -> list[Step]:
+        self._flush()
         return read_steps(self._c, run_id)
 
     @mapped
     def step(self, step_id: str) -> Step:
+        self._flush()
         return read_step(self._c, step_id)
 
     @mapped
     def approval(self, approval_id: str) -> Approval | None:
+        self._flush()
         return read_approval(self._c, approval_id)
 
     @mapped
     def latest_approval(self, step_id: str, run_id: str) -> Approval | None:
+        self._flush()
         return read_latest_approval(self._c, step_id, run_id)
 
     # runs -----------------------------------------------------------------------------
     @mapped
     def insert_run(self, run_id: str, goal: str, limits_json: str, now: str, owner: str, expires: str) -> None:
-        self._c.execute(
-            "INSERT INTO runs (id, goal, status, limits_json, created_at, started_at, lease_owner, "
-            "lease_expires_at) VALUES (?, ?, 'RUNNING', ?, ?, ?, ?, ?)",
-            (run_id, goal, limits_json, now, now, owner, expires),
-        )
+        """A RUNNING run under ``owner``'s lease (held until the next statement, with the step
+        claimed on it meanwhile)."""
+        self._flush()
+        self._run = {"id": run_id, "goal": goal, "status": RUNNING, "limits_json": limits_json, "created_at": now,
+                     "started_at": now, "lease_owner": owner, "lease_expires_at": expires, "step_count": 0}
 
     @mapped
     def update_run(self, run_id: str, *, expect: str | Sequence[str], owner: str | None = None,
@@ -98,6 +125,7 @@ class Tx:
         if illegal is not None:
             raise transition_error(run_id, "run", illegal)
         sets, args = _assignments(values, RUN_SETTABLE)
+        self._flush()
         where = f"id = ? AND status IN ({','.join('?' * len(statuses))})"
         args += [run_id, *statuses]
         if owner is not None:
@@ -121,7 +149,16 @@ class Tx:
 
     @mapped
     def claim_step(self, run_id: str, idx: int, owner: str, step_id: str, now: str) -> None:
-        """Claim the run's next step index under this owner's lease and insert the step."""
+        """Claim the run's next step index under this owner's lease and insert the step (held
+        until the next statement, with the updates made to it meanwhile)."""
+        held = self._run
+        if held is not None and held["id"] == run_id and self._step is None:  # the UPDATE's CAS, on the held row
+            if held["status"] != RUNNING or held["step_count"] != idx or held["lease_owner"] != owner:
+                raise RunStateError(MSG_RUN_STATE.format(run_id=run_id, expected=EXPECTED_RUNNING_LEASED))
+            held["step_count"] = idx + 1
+            self._step = {"id": step_id, "run_id": run_id, "idx": idx, "status": DECIDING, "started_at": now}
+            return
+        self._flush()
         cur = self._c.execute(
             "UPDATE runs SET step_count = ? WHERE id = ? AND status = 'RUNNING' AND step_count = ? "
             "AND lease_owner = ?",
@@ -129,10 +166,7 @@ class Tx:
         )
         if cur.rowcount != 1:
             raise RunStateError(MSG_RUN_STATE.format(run_id=run_id, expected=EXPECTED_RUNNING_LEASED))
-        self._c.execute(
-            "INSERT INTO steps (id, run_id, idx, status, started_at) VALUES (?, ?, ?, 'deciding', ?)",
-            (step_id, run_id, idx, now),
-        )
+        self._step = {"id": step_id, "run_id": run_id, "idx": idx, "status": DECIDING, "started_at": now}
 
     # steps ----------------------------------------------------------------------------
     @mapped
@@ -142,6 +176,13 @@ class Tx:
         if illegal is not None:
             raise transition_error(self._run_of("steps", step_id), f"step {step_id}", illegal)
         sets, args = _assignments(values, STEP_SETTABLE)
+        held = self._step
+        if held is not None and held["id"] == step_id:  # the CAS the UPDATE would make, on the held row
+            if held["status"] not in statuses:
+                raise RunStateError(MSG_RUN_STATE.format(run_id=f"step {step_id}", expected=" or ".join(statuses)))
+            held.update(values)
+            return
+        self._flush()
         cur = self._c.execute(
             f"UPDATE steps SET {sets} WHERE id = ? AND status IN ({','.join('?' * len(statuses))})",
             [*args, step_id, *statuses],
@@ -155,6 +196,7 @@ class Tx:
         # (tool_specs rows are never deleted): the same no-op again.
         if spec_hash in self.specs_written or spec_hash in self._stored_specs:
             return
+        self._flush()
         self._c.execute("INSERT OR IGNORE INTO tool_specs (hash, spec_json) VALUES (?, ?)", (spec_hash, spec_json))
         self.specs_written.add(spec_hash)
 
@@ -163,6 +205,7 @@ class Tx:
     def insert_approval(self, a: Approval) -> None:
         if born_illegal(APPROVAL, a.status):
             raise transition_error(a.run_id, f"approval {a.id}", (NEW, a.status))
+        self._flush()
         self._c.execute(
             f"INSERT INTO approvals ({APPROVAL_COLS}) VALUES ({','.join('?' * len(fields(Approval)))})",
             [getattr(a, f.name) for f in fields(Approval)],
@@ -180,6 +223,7 @@ class Tx:
         if expect_hash is not None:
             where += " AND hash = ?"
             wargs.append(expect_hash)
+        self._flush()
         cur = self._c.execute(f"UPDATE approvals SET {sets} WHERE {where}", [*args, *wargs])
         return cur.rowcount == 1
 
@@ -187,29 +231,61 @@ class Tx:
     @mapped
     def append(self, run_id: str, step_id: str, at: str, type_: str, payload: Mapping[str, Any] | None) -> Event:
         """Append one event with the next seq across all runs and its chain hash (runtime-core §8.2)."""
-        if self._head is None:
+        if self._head is None:  # the first append: nothing of the chain is held yet
             self._head = head_for_append(self._c)
         seq = self._head[0] + 1
         # Payloads are Go maps: top-level keys sorted; nested structs keep their order.
         text = go_json(dict(sorted(payload.items()))) if payload else "{}"
         h = chain_hash(self._head[1], seq, run_id, step_id, at, type_, text)
-        self._c.execute(
-            "INSERT INTO events (seq, run_id, step_id, at, type, payload_json, hash) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (seq, run_id, step_id, at, type_, text, h),
-        )
+        self._events.append((seq, run_id, step_id, at, type_, text, h))
         self._head = (seq, h)
         return Event(seq, run_id, step_id, at, type_, text, h)
 
     # the proxy's index and the lease release write through the same transaction
     @property
     def conn(self) -> sqlite3.Connection:
+        self._flush()  # what it runs sees everything this transaction wrote
         return self._c
+
+    def _flush(self) -> None:
+        """Write the held rows and events, in the order their keys need: the run, its step, the
+        events (the module's docstring says why they wait)."""
+        run = self._run
+        if run is not None:
+            self._run = None
+            self._c.execute(_insert("runs", tuple(run)), tuple(run.values()))
+        self._flush_step()
+        events = self._events
+        if events:
+            self._events = []
+            if len(events) == 1:
+                self._c.execute(_INSERT_EVENT, events[0])
+            else:
+                self._c.executemany(_INSERT_EVENT, events)
+
+    flush = mapped(_flush)
+
+    def _flush_step(self) -> None:
+        step = self._step  # after its run's row: steps.run_id references it
+        if step is not None:
+            self._step = None
+            self._c.execute(_insert("steps", tuple(step)), tuple(step.values()))
 
     def _run_of(self, table: str, row_id: str) -> str:
         """The run a step's or an approval's row belongs to, for an illegal move's message
         (read only then: the check itself is a table lookup)."""
+        self._flush()
         found = self._c.execute(f"SELECT run_id FROM {table} WHERE id = ?", (row_id,)).fetchone()
         return str(found[0]) if found else "?"
+
+
+_INSERT_EVENT = "INSERT INTO events (seq, run_id, step_id, at, type, payload_json, hash) VALUES (?, ?, ?, ?, ?, ?, ?)"
+
+
+@functools.lru_cache(maxsize=32)
+def _insert(table: str, columns: tuple[str, ...]) -> str:
+    # A held row's columns: those its insert set and those the updates folded into it set.
+    return f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})"
 
 
 def _as_tuple(v: str | Sequence[str]) -> tuple[str, ...]:

@@ -53,7 +53,7 @@ async def test_a_run_begun_in_the_open_transaction_is_known_as_a_read_would_find
 
 
 @pytest.mark.anyio
-async def test_an_allowed_read_costs_thirty_statements_and_an_allowed_payment_three_more(
+async def test_an_allowed_read_costs_twenty_seven_statements_and_an_allowed_payment_three_more(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     statements: list[str] = []
     original = store_mod._connect
@@ -67,7 +67,7 @@ async def test_an_allowed_read_costs_thirty_statements_and_an_allowed_payment_th
 
     # The task owner's loop reads its table every tick: a read landing inside a measured call
     # holds the process's lock, the call's write falls back to a worker thread (no busy_timeout
-    # pair), and the count says 29. Its ticks are given by hand, and none is given: only the
+    # pair), and the count says two fewer. Its ticks are given by hand, and none is given: only the
     # call's own statements count.
     ticker = ManualTicker()
     async with proxy_harness(tmp_path, rules=RULES, ticker=ticker) as h:
@@ -80,9 +80,10 @@ async def test_an_allowed_read_costs_thirty_statements_and_an_allowed_payment_th
         assert text_of(await h.call("bank_pay", {"to": "bob", "amount": 25})) == "paid 25.00 to bob"
         pay = len(statements)
     # 50 and 53 before the gate passed what it knows, 33 and 36 before each tool spec was
-    # stored once per store rather than once per run (2 COMMIT, 4 PRAGMA busy_timeout,
-    # 2 BEGIN included)
+    # stored once per store rather than once per run, 30 and 33 before the step row's two
+    # updates and the run's step count were folded into their INSERTs (2 COMMIT, 4 PRAGMA
+    # busy_timeout, 2 BEGIN included)
     assert (read, pay) == (READ_STATEMENTS, READ_STATEMENTS + 3)
 
 
-READ_STATEMENTS = 30
+READ_STATEMENTS = 27

@@ -178,12 +178,12 @@ async def test_a_group_whose_commit_fails_stops_the_process_and_no_waiter_goes_o
     real = db.conn
     with in_flight(store, 2):
         first, second = unit(store, "a"), unit(store, "b")
-        db.conn = FailingCommit(real)  # type: ignore[assignment]
+        db._conn = FailingCommit(real)  # type: ignore[assignment]
         try:
             with pytest.raises(GroupLost):
                 await store.durable(first)
         finally:
-            db.conn = real
+            db._conn = real
         with pytest.raises(GroupLost):
             await store.durable(second)
     assert lost == [2]
