@@ -59,7 +59,7 @@ class Owner(Protocol):
 class Group:
     """One group transaction: how many units it keeps, what they stored, how it ended."""
 
-    __slots__ = ("_event", "ended", "lost", "specs", "units")
+    __slots__ = ("_event", "ended", "head", "lost", "specs", "units")
 
     def __init__(self) -> None:
         self._event = anyio.Event()  # set when it ended
@@ -67,10 +67,13 @@ class Group:
         self.specs: set[str] = set()  # tool_specs hashes its units wrote
         self.ended = False  # committed, or rolled back with no unit kept (then nothing to wait for)
         self.lost: BaseException | None = None  # rolled back with units kept
+        self.head: tuple[int, str] | None = None  # the event chain's head as its kept units left it
 
-    def kept(self, specs: set[str]) -> None:
+    def kept(self, specs: set[str], head: tuple[int, str] | None) -> None:
         self.units += 1
         self.specs |= specs
+        if head is not None:
+            self.head = head
 
     def end(self, lost: BaseException | None) -> None:
         self.lost = lost

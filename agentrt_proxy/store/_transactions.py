@@ -126,7 +126,9 @@ class Database:
         as ``write()`` does; the group's other units stay."""
         group = self.group.join()
         self._conn.execute("SAVEPOINT unit")
-        tx = Tx(self._conn, self._stored_specs)
+        # The group holds the write lock from its BEGIN: no other connection has appended an
+        # event since its units before this one left the chain's head where it is.
+        tx = Tx(self._conn, self._stored_specs, group.head)
         self._open_tx(tx)
         try:
             yield tx
@@ -146,7 +148,7 @@ class Database:
         except BaseException as exc:
             self.group.undo_unit(group, exc)
             raise
-        group.kept(tx.specs_written)
+        group.kept(tx.specs_written, tx.head)
 
     def begin_group(self) -> None:
         """The group's BEGIN (``GroupCommit.join``): as a transaction of ``write()`` begins it."""

@@ -61,9 +61,12 @@ from agentrt_proxy.text.record_text import EXPECTED_RUNNING_LEASED, MSG_RUN_STAT
 class Tx:
     """One open IMMEDIATE transaction (made by ``Database.write``)."""
 
-    def __init__(self, conn: sqlite3.Connection, stored_specs: frozenset[str] | set[str] = frozenset()) -> None:
+    def __init__(self, conn: sqlite3.Connection, stored_specs: frozenset[str] | set[str] = frozenset(),
+                 head: tuple[int, str] | None = None) -> None:
         self._c = conn
-        self._head: tuple[int, str] | None = None  # the chain head: read once, advanced by append (runtime-core §8.2)
+        # The chain head: read once, advanced by append (runtime-core §8.2); or given, by the
+        # group transaction this one is a unit of, as its units before left it.
+        self._head = head
         self.specs_written: set[str] = set()  # tool_specs hashes this transaction wrote (or found there)
         self._stored_specs = stored_specs  # hashes an earlier committed transaction of this database wrote
         self._run: dict[str, Any] | None = None  # the run row insert_run made, not yet inserted
@@ -240,6 +243,11 @@ class Tx:
         self._events.append((seq, run_id, step_id, at, type_, text, h))
         self._head = (seq, h)
         return Event(seq, run_id, step_id, at, type_, text, h)
+
+    @property
+    def head(self) -> tuple[int, str] | None:
+        """The chain head as this transaction leaves it, if it read or advanced it."""
+        return self._head
 
     # the proxy's index and the lease release write through the same transaction
     @property

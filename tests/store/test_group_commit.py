@@ -200,3 +200,39 @@ async def test_a_call_that_writes_nothing_while_a_group_is_open_waits_for_that_g
         assert reader == writer
         await store.durable(reader)
         assert specs_on_disk(store) == {"a"}
+
+
+def event_unit(store: Store, run_id: str, events: int, fail: bool = False) -> None:
+    """A unit on the loop that begins a run and appends ``events`` events to it."""
+    with store.nowait() as free:
+        assert free
+        try:
+            with store.write() as tx:
+                tx.insert_run(run_id, "call up_echo", "{}", "2026-12-03T10:00:00Z", "o", "2026-12-03T10:00:30Z")
+                for i in range(events):
+                    tx.append(run_id, "", "2026-12-03T10:00:00Z", f"test.{i}", {"i": i})
+                if fail:
+                    raise ValueError(run_id)
+        except ValueError:
+            pass
+
+
+async def test_the_units_of_a_group_read_the_chains_head_once_and_a_failed_units_events_never_lead_it(
+    store: Store,
+) -> None:
+    statements: list[str] = []
+    store._conn.set_trace_callback(statements.append)
+    with in_flight(store, 3):
+        event_unit(store, "r.1", 2)
+        event_unit(store, "r.2", 3, fail=True)  # rolled back to its savepoint: its events are gone
+        event_unit(store, "r.3", 2)
+        groups = store.joined()
+        await store.durable(groups)
+    store._conn.set_trace_callback(None)
+    assert sum("FROM sqlite_sequence" in s for s in statements) == 1  # the first unit's read alone
+    rows = sqlite3.connect(f"file:{store.path}?mode=ro", uri=True).execute(
+        "SELECT seq, run_id FROM events WHERE run_id LIKE 'r.%' ORDER BY seq").fetchall()
+    assert [r[1] for r in rows] == ["r.1", "r.1", "r.3", "r.3"]
+    assert [b[0] - a[0] for a, b in zip(rows, rows[1:], strict=False)] == [1, 1, 1]  # no gap where r.2's were
+    report = store.verify()
+    assert report.brk is None
