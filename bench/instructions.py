@@ -14,7 +14,9 @@ it; not the upstream, which ``gate_path.py`` does not call). Needs ``valgrind``;
 ``-serve`` counts the whole proxy instead: the .pyz's ``serve`` under cachegrind (its process
 only, not the upstream it starts), driven by the SDK client over pipes as a host would, one
 read-only ``echo`` at a time: the wire both ways, the result's mapping and the answer included.
-~2 min a build. Measurement only.
+~2 min a build. ``-concurrency N`` (with ``-serve``) keeps N calls in flight instead of one
+(the calls then share their COMMITs, as in ``throughput_ab.py``): what a call costs at 8 in
+flight, where the figure of one at a time cannot see what group commit shares. Measurement only.
 """
 
 from __future__ import annotations
@@ -54,16 +56,17 @@ def instructions(build: str, calls: int) -> int:
     return int(found.group(1).replace(",", ""))
 
 
-def serve_instructions(build: str, calls: int) -> int:
+def serve_instructions(build: str, calls: int, concurrency: int = 1) -> int:
     """Every instruction cachegrind counted in one ``serve`` process that answered ``calls``
-    echo calls (after 20 of warm-up) and then saw its stdin close."""
+    echo calls (after 20 of warm-up, one at a time; then ``concurrency`` in flight) and then
+    saw its stdin close."""
     from contextlib import AsyncExitStack
 
     import anyio
     import run as bench
     import throughput_ab
 
-    work = bench.WORK / "instructions" / f"{Path(build).stem}-{calls}"
+    work = bench.WORK / "instructions" / f"{Path(build).stem}-{calls}-{concurrency}"
     if work.exists():
         shutil.rmtree(work)
     config = bench.write_config(work, "runs.db")
@@ -75,8 +78,16 @@ def serve_instructions(build: str, calls: int) -> int:
         with open(work / "stderr.log", "w") as errlog:
             async with AsyncExitStack() as stack:
                 chain = await throughput_ab.open_session(stack, "serve", command, errlog)
-                for i in range(20 + calls):
-                    await chain.call("echo", {"text": f"instructions {i}"})
+                for i in range(20):
+                    await chain.call("echo", {"text": f"warm-up {i}"})
+
+                async def worker(first: int) -> None:
+                    for i in range(first, calls, concurrency):
+                        await chain.call("echo", {"text": f"instructions {i}"})
+
+                async with anyio.create_task_group() as tg:
+                    for first in range(concurrency):
+                        tg.start_soon(worker, first)
 
     anyio.run(drive)
     deadline = time.monotonic() + 60
@@ -93,16 +104,18 @@ def main(argv: list[str]) -> int:
     argv = [a for a in argv if a != "-serve"]
     from throughput_ab import builds_and_options
 
-    paths, opts = builds_and_options(argv, {"-low": "100", "-high": "500"})
+    paths, opts = builds_and_options(argv, {"-low": "100", "-high": "500", "-concurrency": "1"})
     builds = [str(path) for path in paths]
-    low, high = int(opts["-low"]), int(opts["-high"])
+    low, high, concurrency = int(opts["-low"]), int(opts["-high"]), int(opts["-concurrency"])
     if not builds or high <= low:
         print(__doc__.split("\n\n")[1], file=sys.stderr)
         return 2
     for build in builds:
-        count = serve_instructions if serve else instructions
         with ThreadPoolExecutor(2) as pool:
-            few, many = pool.map(lambda calls: count(build, calls), (low, high))
+            if serve:
+                few, many = pool.map(lambda calls: serve_instructions(build, calls, concurrency), (low, high))
+            else:
+                few, many = pool.map(lambda calls: instructions(build, calls), (low, high))
         print(f"{build}: {(many - few) / (high - low) / 1e6:.3f} M instructions a call", flush=True)
     return 0
 
