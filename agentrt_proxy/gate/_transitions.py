@@ -59,11 +59,17 @@ def finish_run(tx: Tx, run_id: str, *, expect: str | tuple[str, ...], status: st
     if result_json is not None:
         values["result_json"] = result_json
     run = tx.update_run_returning(run_id, expect=expect, owner=owner, **values)
-    payload: dict[str, Any] = {"status": status, "reason": reason, "detail": detail, "steps": run.step_count}
+    record_finished(tx, run, at, by)
+    return run
+
+
+def record_finished(tx: Tx, run: Run, at: str, by: str | None = None) -> None:
+    """run.finished for ``run``, as the update that ended it left the row."""
+    payload: dict[str, Any] = {"status": run.status, "reason": run.reason, "detail": run.reason_detail,
+                               "steps": run.step_count}
     if by is not None:
         payload["by"] = by
-    tx.append(run_id, "", at, "run.finished", payload)
-    return run
+    tx.append(run.id, "", at, "run.finished", payload)
 
 
 def resume_run(tx: Tx, run_id: str, *, owner: str, lease_expires_at: str, at: str, payload: dict[str, Any]) -> None:
@@ -166,9 +172,7 @@ def stand_not_sent(tx: Tx, step: Step, obs: Observation, grant: Approval, *, too
     identical call collects the same grant and executes it once, until the grant expires
     (``grant_ttl``). Raises ``LeaseLost`` / ``RunStateError`` as ``record_outcome`` does."""
     if not tx.add_active_ms(step.run_id, duration_ms, owner):
-        run = tx.run(step.run_id)
-        if run.lease_owner != owner:
-            raise LeaseLost(ERR_LEASE_OTHER.format(run_id=step.run_id))
+        _lease_lost_or(tx, step.run_id, owner)
         raise RunStateError(MSG_RUN_STATE.format(run_id=step.run_id, expected=RUNNING))
     tx.update_step(step.id, expect=EXECUTING, status=AWAITING)
     failure = obs.content.get("failure") if isinstance(obs.content, dict) else None
@@ -184,12 +188,20 @@ def record_outcome(tx: Tx, step: Step, obs: Observation, *, tool: str, terminal:
     (and step.failed), and, when a terminal tool succeeded, the run COMPLETED; that run row,
     else None. Raises ``LeaseLost`` when another owner took the run over meanwhile (the step
     is theirs to settle) and ``RunStateError`` when the run moved on under this lease."""
-    # The CAS (RUNNING under this lease) adds the time in place; the row is read only when it
-    # fails, to tell a takeover from a run moved on under this lease.
-    if not tx.add_active_ms(step.run_id, duration_ms, owner):
-        run = tx.run(step.run_id)
-        if run.lease_owner != owner:
-            raise LeaseLost(ERR_LEASE_OTHER.format(run_id=step.run_id))
+    # The CAS (RUNNING under this lease) adds the time in place, and, when the outcome ends the
+    # run, completes it in the same UPDATE; the row is read only when it fails, to tell a
+    # takeover from a run moved on under this lease.
+    ended: Run | None = None
+    if terminal and not obs.failure:
+        try:
+            ended = tx.update_run_adding_active_ms(
+                step.run_id, duration_ms, expect=RUNNING, owner=owner, status=COMPLETED, reason=END_GOAL_COMPLETED,
+                reason_detail="", finished_at=at, lease_owner="", lease_expires_at="", result_json=go_json(obs.content))
+        except RunStateError:
+            _lease_lost_or(tx, step.run_id, owner)
+            raise
+    elif not tx.add_active_ms(step.run_id, duration_ms, owner):
+        _lease_lost_or(tx, step.run_id, owner)
         raise RunStateError(MSG_RUN_STATE.format(run_id=step.run_id, expected=RUNNING))
     tx.update_step(step.id, expect=EXECUTING, status=STEP_FAILED if obs.failure else DONE,
                    observation_json=observation_json(obs), observation_hash=obs.content_hash, finished_at=at)
@@ -208,7 +220,13 @@ def record_outcome(tx: Tx, step: Step, obs: Observation, *, tool: str, terminal:
         tx.append(step.run_id, step.id, at, "step.failed",
                   {"detail": obs.summary, "observation": obs.kind, "content_hash": obs.content_hash})
         return None
-    if terminal:
-        return finish_run(tx, step.run_id, expect=RUNNING, owner=owner, status=COMPLETED, reason=END_GOAL_COMPLETED,
-                          detail="", at=at, result_json=go_json(obs.content))
-    return None
+    if ended is not None:
+        record_finished(tx, ended, at)
+    return ended
+
+
+def _lease_lost_or(tx: Tx, run_id: str, owner: str) -> None:
+    """``LeaseLost`` when another owner holds the run now (its CAS under ``owner`` failed);
+    else returns, for the caller to raise what a run moved on under this lease is."""
+    if tx.run(run_id).lease_owner != owner:
+        raise LeaseLost(ERR_LEASE_OTHER.format(run_id=run_id))

@@ -121,13 +121,22 @@ class Tx:
         rows = self._update_run(run_id, expect, owner, values, f" RETURNING {RUN_COLS}")
         return Run(*rows[0])
 
+    @mapped
+    def update_run_adding_active_ms(self, run_id: str, ms: int, *, expect: str, owner: str, **values: Any) -> Run:
+        """``update_run_returning`` that also adds ``ms`` to the run's active time: what
+        ``add_active_ms`` and the update would write, as one CAS (the same WHERE)."""
+        rows = self._update_run(run_id, expect, owner, values, f" RETURNING {RUN_COLS}", add_ms=ms)
+        return Run(*rows[0])
+
     def _update_run(self, run_id: str, expect: str | Sequence[str], owner: str | None, values: Mapping[str, Any],
-                    returning: str) -> list[Any]:
+                    returning: str, add_ms: int | None = None) -> list[Any]:
         statuses = _as_tuple(expect)
         illegal = illegal_move(RUN, statuses, values.get("status"))
         if illegal is not None:
             raise transition_error(run_id, "run", illegal)
         sets, args = _assignments(values, RUN_SETTABLE)
+        if add_ms is not None:
+            sets, args = f"active_ms = active_ms + ?, {sets}", [add_ms, *args]
         self._flush()
         where = f"id = ? AND status IN ({','.join('?' * len(statuses))})"
         args += [run_id, *statuses]
@@ -144,6 +153,7 @@ class Tx:
     def add_active_ms(self, run_id: str, ms: int, owner: str) -> bool:
         """CAS: add ``ms`` to a RUNNING run's active time under this lease owner; False
         (nothing written) when the run is not RUNNING under that owner."""
+        self._flush()
         cur = self._c.execute(
             "UPDATE runs SET active_ms = active_ms + ? WHERE id = ? AND status = 'RUNNING' AND lease_owner = ?",
             (ms, run_id, owner),

@@ -4,6 +4,7 @@ run over only then."""
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import anyio
 import pytest
 
 from agentrt_proxy.gate import Decision, Gate, ProxyPolicy, Session, SessionEnded
-from agentrt_proxy.store import LeaseLost, RunLeased, Store
+from agentrt_proxy.store import LeaseLost, RunLeased, RunStateError, Store
 from tests.gate_fixtures import LIMITS, SECOND, FakeClock, FakeTool, event_types, offered, specs
 
 TTL = 3 * SECOND
@@ -93,3 +94,44 @@ def test_an_answer_that_comes_after_a_takeover_is_kept_as_a_late_outcome_the_ope
     lines = late_outcome_lines(store, waiting[0])
     said = "the earlier attempt's server answered after the run was taken over, with a result: bank/pay: 13 bytes"
     assert lines == [said]
+
+
+def test_a_completed_runs_active_time_holds_the_time_its_tool_took_added_by_the_update_that_completes_it(
+    store: Store,
+) -> None:
+    sess = allowed_payment(gate_on(store, FakeClock()))
+
+    class TakesAWhile(FakeTool):
+        async def __call__(self, request):  # type: ignore[no-untyped-def]
+            await anyio.sleep(0.05)  # the call's duration is the monotonic clock's: at least this
+            return await super().__call__(request)
+
+    anyio.run(sess.execute, TakesAWhile())
+    run = store.get_run("s.1")
+    assert (run.status, run.lease_owner) == ("COMPLETED", "") and run.active_ms >= 50
+    assert event_types(store, "s.1")[-2:] == ["step.tool_finished", "run.finished"]
+
+
+def test_an_outcome_for_a_run_moved_on_under_its_own_lease_is_refused_and_nothing_of_it_is_recorded(
+    store: Store,
+) -> None:
+    sess = allowed_payment(gate_on(store, FakeClock()))
+    before: list[str] = []
+
+    class RunEndedBehindTheGatesBack(FakeTool):
+        async def __call__(self, request):  # type: ignore[no-untyped-def]
+            before.extend(event_types(store, "s.1"))  # up to step.tool_started
+            conn = sqlite3.connect(store.path)  # the lease owner stays: only the status moves
+            with conn:
+                conn.execute("UPDATE runs SET status = 'FAILED' WHERE id = 's.1'")
+            conn.close()
+            return await super().__call__(request)
+
+    tool = RunEndedBehindTheGatesBack()
+    with pytest.raises(RunStateError):
+        anyio.run(sess.execute, tool)
+    assert len(tool.calls) == 1
+    run = store.get_run("s.1")
+    assert (run.status, run.active_ms) == ("FAILED", 0)
+    (step,) = store.steps_of("s.1")
+    assert step.status == "executing" and event_types(store, "s.1") == before and before[-1] == "step.tool_started"

@@ -53,7 +53,7 @@ async def test_a_run_begun_in_the_open_transaction_is_known_as_a_read_would_find
 
 
 @pytest.mark.anyio
-async def test_an_allowed_read_costs_twenty_seven_statements_and_an_allowed_payment_three_more(
+async def test_an_allowed_read_costs_twenty_six_statements_and_an_allowed_payment_three_more(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     statements: list[str] = []
     original = store_mod._connect
@@ -81,9 +81,10 @@ async def test_an_allowed_read_costs_twenty_seven_statements_and_an_allowed_paym
         pay = len(statements)
     # 50 and 53 before the gate passed what it knows, 33 and 36 before each tool spec was
     # stored once per store rather than once per run, 30 and 33 before the step row's two
-    # updates and the run's step count were folded into their INSERTs (2 COMMIT, 4 PRAGMA
+    # updates and the run's step count were folded into their INSERTs, 27 and 30 before the
+    # run's active time was added in the UPDATE that completes it (2 COMMIT, 4 PRAGMA
     # busy_timeout, 2 BEGIN included)
     assert (read, pay) == (READ_STATEMENTS, READ_STATEMENTS + 3)
 
 
-READ_STATEMENTS = 27
+READ_STATEMENTS = 26

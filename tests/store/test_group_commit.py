@@ -4,6 +4,7 @@ before the COMMIT that holds what it wrote."""
 
 from __future__ import annotations
 
+import itertools
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -230,9 +231,10 @@ async def test_the_units_of_a_group_read_the_chains_head_once_and_a_failed_units
         await store.durable(groups)
     store._conn.set_trace_callback(None)
     assert sum("FROM sqlite_sequence" in s for s in statements) == 1  # the first unit's read alone
-    rows = sqlite3.connect(f"file:{store.path}?mode=ro", uri=True).execute(
-        "SELECT seq, run_id FROM events WHERE run_id LIKE 'r.%' ORDER BY seq").fetchall()
+    reader = sqlite3.connect(f"file:{store.path}?mode=ro", uri=True)
+    rows = reader.execute("SELECT seq, run_id FROM events WHERE run_id LIKE 'r.%' ORDER BY seq").fetchall()
+    reader.close()
     assert [r[1] for r in rows] == ["r.1", "r.1", "r.3", "r.3"]
-    assert [b[0] - a[0] for a, b in zip(rows, rows[1:], strict=False)] == [1, 1, 1]  # no gap where r.2's were
+    assert [b[0] - a[0] for a, b in itertools.pairwise(rows)] == [1, 1, 1]  # no gap where r.2's were
     report = store.verify()
     assert report.brk is None

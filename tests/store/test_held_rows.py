@@ -14,7 +14,8 @@ from typing import Any
 import pytest
 
 from agentrt_proxy.store import Store
-from agentrt_proxy.store._errors import RunStateError
+from agentrt_proxy.store._errors import NotFound, RunStateError
+from agentrt_proxy.store._rows import Approval
 from agentrt_proxy.store._tx import Tx
 
 RUN, STEP, OWNER = "s.run-1", "step-1", "owner-1"
@@ -169,3 +170,45 @@ async def test_a_units_held_rows_are_written_before_its_release_and_a_failed_uni
     rows = on_disk(store)
     assert [r[0] for r in rows["runs"]] == [RUN] and [r[0] for r in rows["steps"]] == [STEP]
     assert len(rows["events"]) == 6
+
+
+APPROVAL = Approval("a-1", RUN, STEP, "tool_call", "{}", "{}", "{}", "h", "pending", AT, "", "", "", LATER)
+STATEMENTS: dict[str, Callable[[Tx], object]] = {
+    # every way a Tx runs SQL, each on rows it may not find: what counts is what goes out first
+    "run": lambda tx: tx.run(RUN),
+    "steps": lambda tx: tx.steps(RUN),
+    "step": lambda tx: tx.step("another step"),
+    "approval": lambda tx: tx.approval("a-1"),
+    "latest_approval": lambda tx: tx.latest_approval(STEP, RUN),
+    "update_run": lambda tx: tx.update_run(RUN, expect="RUNNING", lease_expires_at=LATER),
+    "update_run_returning": lambda tx: tx.update_run_returning(RUN, expect="RUNNING", lease_expires_at=LATER),
+    "update_run_adding_active_ms": lambda tx: tx.update_run_adding_active_ms(
+        RUN, 1, expect="RUNNING", owner=OWNER, lease_expires_at=LATER),
+    "add_active_ms": lambda tx: tx.add_active_ms(RUN, 1, OWNER),
+    "claim_step on another run": lambda tx: tx.claim_step("another run", 0, OWNER, "step-9", AT),
+    "update_step on another step": lambda tx: tx.update_step("another step", expect="deciding", decision_json="{}"),
+    "put_spec": lambda tx: tx.put_spec("a new spec", "{}"),
+    "insert_approval": lambda tx: tx.insert_approval(APPROVAL),
+    "update_approval": lambda tx: tx.update_approval("a-1", expect="pending", status="approved"),
+    "conn": lambda tx: tx.conn.execute("SELECT 1"),
+}
+
+
+@pytest.mark.parametrize("method", list(STATEMENTS), ids=list(STATEMENTS))
+def test_every_statement_a_transaction_runs_goes_out_after_what_it_holds(store: Store, method: str) -> None:
+    traced: list[str] = []
+    with store.write() as tx:
+        tx.insert_run(RUN, "call up_echo", "{}", AT, OWNER, LATER)
+        tx.claim_step(RUN, 0, OWNER, STEP, AT)
+        tx.append(RUN, STEP, AT, "step.started", {"index": 0})
+        raw = store._db._conn  # not through Database.conn, which would write what is held
+        raw.set_trace_callback(traced.append)
+        try:
+            STATEMENTS[method](tx)
+        except (RunStateError, NotFound):
+            pass  # a row not found, a CAS lost: the statement went out all the same
+        finally:
+            raw.set_trace_callback(None)
+    held = [s.split(" (")[0] for s in traced[:3]]
+    assert held == ["INSERT INTO runs", "INSERT INTO steps", "INSERT INTO events"], traced
+    assert len(traced) > 3  # and then the method's own

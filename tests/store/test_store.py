@@ -17,6 +17,7 @@ from agentrt_proxy.store import (
     ClaimLost,
     InsecureMode,
     NotFound,
+    RunStateError,
     SchemaVersionError,
     Store,
     SymlinkRefused,
@@ -282,5 +283,39 @@ def test_the_serving_writer_keeps_a_savepoints_journal_out_of_temp_files(tmp_pat
             tx.conn.execute("UPDATE tool_specs SET spec_json = spec_json || 'y'")
             assert _open_temp_files() == []
             tx.conn.execute("RELEASE unit")
+    finally:
+        store.close()
+
+
+@pytest.mark.parametrize(
+    ("status", "owner", "refused"),
+    [
+        ("RUNNING", "owner-1", False),
+        ("RUNNING", "owner-2", True),  # another gate took the run over
+        ("WAITING_FOR_APPROVAL", "owner-1", True),  # moved on under this lease
+    ],
+)
+def test_completing_a_run_while_adding_its_active_time_is_one_cas_on_its_status_and_lease_owner(
+    tmp_path: Path, status: str, owner: str, refused: bool
+) -> None:
+    store = Store.open(str(tmp_path / "cas.db"))
+    try:
+        with store.write() as tx:
+            tx.insert_run("s.1", "goal", "{}", "2026-12-03T10:00:00Z", owner, "2026-12-03T10:00:30Z")
+            assert tx.add_active_ms("s.1", 7, owner)
+            if status != "RUNNING":
+                tx.update_run("s.1", expect="RUNNING", status=status)
+        try:
+            with store.write() as tx:
+                run = tx.update_run_adding_active_ms("s.1", 5, expect="RUNNING", owner="owner-1",
+                                                     status="COMPLETED", lease_owner="")
+        except RunStateError:
+            assert refused
+            after = store.get_run("s.1")
+            assert (after.status, after.active_ms, after.lease_owner) == (status, 7, owner)  # nothing written
+        else:
+            assert not refused
+            assert (run.status, run.active_ms, run.lease_owner) == ("COMPLETED", 12, "")
+            assert store.get_run("s.1") == run  # the row as the update left it, committed
     finally:
         store.close()
