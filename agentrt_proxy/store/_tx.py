@@ -169,16 +169,15 @@ class Tx:
             if held["status"] != RUNNING or held["step_count"] != idx or held["lease_owner"] != owner:
                 raise RunStateError(MSG_RUN_STATE.format(run_id=run_id, expected=EXPECTED_RUNNING_LEASED))
             held["step_count"] = idx + 1
-            self._step = {"id": step_id, "run_id": run_id, "idx": idx, "status": DECIDING, "started_at": now}
-            return
-        self._flush()
-        cur = self._c.execute(
-            "UPDATE runs SET step_count = ? WHERE id = ? AND status = 'RUNNING' AND step_count = ? "
-            "AND lease_owner = ?",
-            (idx + 1, run_id, idx, owner),
-        )
-        if cur.rowcount != 1:
-            raise RunStateError(MSG_RUN_STATE.format(run_id=run_id, expected=EXPECTED_RUNNING_LEASED))
+        else:
+            self._flush()
+            cur = self._c.execute(
+                "UPDATE runs SET step_count = ? WHERE id = ? AND status = 'RUNNING' AND step_count = ? "
+                "AND lease_owner = ?",
+                (idx + 1, run_id, idx, owner),
+            )
+            if cur.rowcount != 1:
+                raise RunStateError(MSG_RUN_STATE.format(run_id=run_id, expected=EXPECTED_RUNNING_LEASED))
         self._step = {"id": step_id, "run_id": run_id, "idx": idx, "status": DECIDING, "started_at": now}
 
     # steps ----------------------------------------------------------------------------
@@ -272,7 +271,10 @@ class Tx:
         if run is not None:
             self._run = None
             self._c.execute(_insert("runs", tuple(run)), tuple(run.values()))
-        self._flush_step()
+        step = self._step  # after its run's row: steps.run_id references it
+        if step is not None:
+            self._step = None
+            self._c.execute(_insert("steps", tuple(step)), tuple(step.values()))
         events = self._events
         if events:
             self._events = []
@@ -282,12 +284,6 @@ class Tx:
                 self._c.executemany(_INSERT_EVENT, events)
 
     flush = mapped(_flush)
-
-    def _flush_step(self) -> None:
-        step = self._step  # after its run's row: steps.run_id references it
-        if step is not None:
-            self._step = None
-            self._c.execute(_insert("steps", tuple(step)), tuple(step.values()))
 
     def _run_of(self, table: str, row_id: str) -> str:
         """The run a step's or an approval's row belongs to, for an illegal move's message
