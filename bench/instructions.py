@@ -16,7 +16,10 @@ only, not the upstream it starts), driven by the SDK client over pipes as a host
 read-only ``echo`` at a time: the wire both ways, the result's mapping and the answer included.
 ~2 min a build. ``-concurrency N`` (with ``-serve``) keeps N calls in flight instead of one
 (the calls then share their COMMITs, as in ``throughput_ab.py``): what a call costs at 8 in
-flight, where the figure of one at a time cannot see what group commit shares. Measurement only.
+flight, where the figure of one at a time cannot see what group commit shares. ``-chain
+passthrough`` or ``-chain floor`` (with ``-serve``) counts the same ``serve`` with its gate taken
+out (``passthrough.py``: the wire alone) or replaced by the straight-line record
+(``record_proxy.py``: the wire and the seed's record, nothing else). Measurement only.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 VALGRIND = ["valgrind", "--tool=cachegrind", "--cache-sim=no", "--cachegrind-out-file=/dev/null"]
+CHAINS = {"gate": [], "passthrough": [str(BENCH / "passthrough.py")], "floor": [str(BENCH / "record_proxy.py")]}
 
 
 def instructions(build: str, calls: int) -> int:
@@ -56,7 +60,7 @@ def instructions(build: str, calls: int) -> int:
     return int(found.group(1).replace(",", ""))
 
 
-def serve_instructions(build: str, calls: int, concurrency: int = 1) -> int:
+def serve_instructions(build: str, calls: int, concurrency: int = 1, chain: str = "gate") -> int:
     """Every instruction cachegrind counted in one ``serve`` process that answered ``calls``
     echo calls (after 20 of warm-up, one at a time; then ``concurrency`` in flight) and then
     saw its stdin close."""
@@ -66,24 +70,24 @@ def serve_instructions(build: str, calls: int, concurrency: int = 1) -> int:
     import run as bench
     import throughput_ab
 
-    work = bench.WORK / "instructions" / f"{Path(build).stem}-{calls}-{concurrency}"
+    work = bench.WORK / "instructions" / f"{Path(build).stem}-{chain}-{calls}-{concurrency}"
     if work.exists():
         shutil.rmtree(work)
     config = bench.write_config(work, "runs.db")
     subprocess.run([bench.PY, build, "pin", "-config", str(config)], check=True, capture_output=True)
     log = work / "cachegrind.log"
-    command = [*VALGRIND, f"--log-file={log}", bench.PY, build, "serve", "-config", str(config)]
+    command = [*VALGRIND, f"--log-file={log}", bench.PY, *CHAINS[chain], build, "serve", "-config", str(config)]
 
     async def drive() -> None:
         with open(work / "stderr.log", "w") as errlog:
             async with AsyncExitStack() as stack:
-                chain = await throughput_ab.open_session(stack, "serve", command, errlog)
+                session = await throughput_ab.open_session(stack, "serve", command, errlog)
                 for i in range(20):
-                    await chain.call("echo", {"text": f"warm-up {i}"})
+                    await session.call("echo", {"text": f"warm-up {i}"})
 
                 async def worker(first: int) -> None:
                     for i in range(first, calls, concurrency):
-                        await chain.call("echo", {"text": f"instructions {i}"})
+                        await session.call("echo", {"text": f"instructions {i}"})
 
                 async with anyio.create_task_group() as tg:
                     for first in range(concurrency):
@@ -104,16 +108,17 @@ def main(argv: list[str]) -> int:
     argv = [a for a in argv if a != "-serve"]
     from throughput_ab import builds_and_options
 
-    paths, opts = builds_and_options(argv, {"-low": "100", "-high": "500", "-concurrency": "1"})
+    paths, opts = builds_and_options(argv, {"-low": "100", "-high": "500", "-concurrency": "1", "-chain": "gate"})
     builds = [str(path) for path in paths]
     low, high, concurrency = int(opts["-low"]), int(opts["-high"]), int(opts["-concurrency"])
-    if not builds or high <= low:
+    chain = opts["-chain"]
+    if not builds or high <= low or chain not in CHAINS or (chain != "gate" and not serve):
         print(__doc__.split("\n\n")[1], file=sys.stderr)
         return 2
     for build in builds:
         with ThreadPoolExecutor(2) as pool:
             if serve:
-                few, many = pool.map(lambda calls: serve_instructions(build, calls, concurrency), (low, high))
+                few, many = pool.map(lambda calls: serve_instructions(build, calls, concurrency, chain), (low, high))
             else:
                 few, many = pool.map(lambda calls: instructions(build, calls), (low, high))
         print(f"{build}: {(many - few) / (high - low) / 1e6:.3f} M instructions a call", flush=True)

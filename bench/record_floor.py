@@ -29,7 +29,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -58,6 +58,14 @@ CALL_COLUMNS = "id, session, request_key, tool, side_effect, run_id, created_at,
 def stamp() -> str:
     ns = time.time_ns()
     return time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(ns // 1_000_000_000)) + f".{ns % 1_000_000_000:09d}Z"
+
+
+class Started(NamedTuple):
+    """What the second commit needs of the first."""
+
+    run_id: str
+    step_id: str
+    row_id: int | None
 
 
 class Recorder:
@@ -90,8 +98,12 @@ class Recorder:
         return max(counter or 0, last_seq or 0), (last_hash or "")
 
     def call(self, i: int, nonce: str) -> None:
+        """One allowed call's whole record, its upstream answering ``"ok"``."""
+        self.finish(self.start({"text": f"{nonce} {i}"}), '"ok"', "up/echo: 2 bytes")
+
+    def start(self, args: dict[str, Any]) -> Started:
+        """The rules' read and the first commit: the call's start, durable."""
         c = self.c
-        args = {"text": f"{nonce} {i}"}
         key = canonical.request_key("up_echo", json.dumps(args))
         assert key is not None
         # the rules' reads: the key's rows (a DUPLICATE?), then nothing else to read for a new key
@@ -181,8 +193,14 @@ class Recorder:
             ],
         )
         self._commit()
-        # the upstream answers "ok"; the second commit: its outcome
-        content_hash = hashlib.sha256(b'"ok"').hexdigest()
+        return Started(run_id, step_id, row_id)
+
+    def finish(self, started: Started, result_json: str, summary: str) -> None:
+        """The second commit: the call's outcome (``result_json``, the upstream's result as
+        JSON text), durable."""
+        c = self.c
+        run_id, step_id, row_id = started
+        content_hash = hashlib.sha256(result_json.encode()).hexdigest()
         done = stamp()
         self._begin()
         c.execute(
@@ -191,8 +209,8 @@ class Recorder:
         )
         observation = {
             "kind": "tool_result",
-            "content": "ok",
-            "summary": "up/echo: 2 bytes",
+            "content": json.loads(result_json),
+            "summary": summary,
             "content_hash": content_hash,
         }
         c.execute(
@@ -202,9 +220,9 @@ class Recorder:
         )
         c.execute(
             "UPDATE runs SET status = 'COMPLETED', reason = 'goal_completed', reason_detail = '', "
-            "finished_at = ?, lease_owner = '', lease_expires_at = '', result_json = '\"ok\"' "
+            "finished_at = ?, lease_owner = '', lease_expires_at = '', result_json = ? "
             "WHERE id = ? AND status IN ('RUNNING')",
-            (done, run_id),
+            (done, result_json, run_id),
         )
         self._events(
             run_id,
@@ -213,7 +231,7 @@ class Recorder:
                     step_id,
                     done,
                     "step.tool_finished",
-                    {"content_hash": content_hash, "duration_ms": 0, "summary": "up/echo: 2 bytes", "tool": "up_echo"},
+                    {"content_hash": content_hash, "duration_ms": 0, "summary": summary, "tool": "up_echo"},
                 ),
                 (
                     "",
