@@ -11,6 +11,7 @@ import sqlite3
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -37,6 +38,7 @@ class CommitLog:
 
     def __init__(self) -> None:
         self.commits: list[list[str]] = []
+        self.threads: list[int] = []  # the thread that made each commit, in step with ``commits``
 
     def count(self) -> int:
         return len(self.commits)
@@ -50,7 +52,7 @@ class CommitLog:
                 state["tx"], state["writes"] = True, []
             elif head.startswith(("COMMIT", "END")):
                 if state["writes"]:
-                    self.commits.append(state["writes"])
+                    self._made(state["writes"])
                 state["tx"], state["writes"] = False, []
             elif head.startswith("SAVEPOINT"):  # a unit of a group commit (docs/decisions/0023)
                 state["unit"] = len(state["writes"])
@@ -62,9 +64,17 @@ class CommitLog:
                 if state["tx"]:
                     state["writes"].append(head.split("(")[0][:40])
                 else:
-                    self.commits.append([head[:40] + " (autocommit)"])
+                    self._made([head[:40] + " (autocommit)"])
 
         conn.set_trace_callback(trace)
+
+    def _made(self, writes: list[str]) -> None:
+        self.commits.append(writes)
+        self.threads.append(threading.get_ident())
+
+    def made_on(self, thread: int, since: int) -> list[list[str]]:
+        """The commits from the ``since``-th on that ``thread`` made."""
+        return [c for c, t in zip(self.commits[since:], self.threads[since:], strict=True) if t == thread]
 
 
 @pytest.fixture
@@ -149,7 +159,11 @@ async def test_payments_in_flight_together_share_commits_each_pays_once_and_the_
     # commit together, yet each call's start and outcome are committed before it goes on. The
     # eight arrive in one read, as from a host that pipelines them; the task owner ticks only
     # by hand, so no worker thread of the proxy's own takes the database meanwhile; and the bank
-    # holds every answer until all eight are paid, so the starts are counted apart.
+    # holds every answer until all eight are paid, so the starts are counted apart. A decision
+    # that finds the store busy all the same (docs/decisions/0006) is made on a worker thread
+    # and commits alone, by design, as it did once under a loaded CI run: the claim that the
+    # calls read together decide together is about the commits the event loop makes.
+    loop_thread = threading.get_ident()
     ticker = ManualTicker()
     async with proxy_harness(tmp_path, rules=PAY_ALLOWED, ticker=ticker) as h:
         await ticker.resting()  # the owner's first tick (its sweep) is over
@@ -166,12 +180,13 @@ async def test_payments_in_flight_together_share_commits_each_pays_once_and_the_
                 while h.payments() < 8:
                     await anyio.sleep(0.01)
             starts = recording(commit_log.commits[before:])
+            starts_on_loop = recording(commit_log.made_on(loop_thread, before))
             (h.directory / "ledger.release").write_text("")
         commits = recording(commit_log.commits[before:])
         shapes = [len(c) for c in commits]
         # Alone, each start would be a commit of its own, and each outcome another.
-        assert len(starts) <= 2, shapes  # read together, they decide together
-        assert len(commits) < 16, shapes
+        assert len(starts_on_loop) <= 2, shapes  # read together, they decide together
+        assert len(starts) < 8 and len(commits) < 16, shapes
         assert [text_of(r) for r in results] == [f"paid 1.00 to p{n}" for n in range(8)]
         assert h.payments() == 8
         assert [r.status for r in h.runs()] == ["COMPLETED"] * 8
