@@ -101,11 +101,15 @@ class Recorder:
         """One allowed call's whole record, its upstream answering ``"ok"``."""
         self.finish(self.start({"text": f"{nonce} {i}"}), '"ok"', "up/echo: 2 bytes")
 
-    def start(self, args: dict[str, Any]) -> Started:
-        """The rules' read and the first commit: the call's start, durable."""
+    def start(self, args: dict[str, Any], again: int = 0) -> Started:
+        """The rules' read and the first commit: the call's start, durable. ``again``: how many
+        times these arguments were recorded before (the index holds one row a key: the repeat is
+        recorded under the key with ``#again`` after it, where the gate would answer DUPLICATE)."""
         c = self.c
         key = canonical.request_key("up_echo", json.dumps(args))
         assert key is not None
+        if again:
+            key = f"{key}#{again}"
         # the rules' reads: the key's rows (a DUPLICATE?), then nothing else to read for a new key
         c.execute(
             f"SELECT {CALL_COLUMNS} FROM proxy_calls WHERE session = ? AND request_key = ? ORDER BY id", ("bench", key)

@@ -41,6 +41,7 @@ def main() -> int:
 
     config = Path(sys.argv[sys.argv.index("-config") + 1]) if "-config" in sys.argv else Path(".")
     recorders: list[floor.Recorder] = []
+    seen: dict[str, int] = {}  # how many times each arguments text was recorded (a repeat runs again)
 
     def recorder() -> floor.Recorder:
         if not recorders:
@@ -55,7 +56,9 @@ def main() -> int:
 
     async def call(self: Any, name: str, arguments_text: str | None, ctx: Any) -> dict[str, Any]:
         record = recorder()
-        started = record.start(json.loads(arguments_text or "{}"))
+        again = seen.get(arguments_text or "", 0)
+        seen[arguments_text or ""] = again + 1
+        started = record.start(json.loads(arguments_text or "{}"), again)
         outcome = await self.tools[name].call(arguments_text)
         if not isinstance(outcome, Result):
             raise RuntimeError(f"record_proxy: {name}: {outcome}")

@@ -112,6 +112,7 @@ def setup(args: argparse.Namespace) -> dict[str, Any]:
     empty = write_config(run / "empty", "runs.db")
     counting = write_config(run / "counting", "runs.db")
     passthrough = write_config(run / "passthrough", "runs.db")
+    floor = write_config(run / "floor", "runs.db")
     delayed = write_config(run / "delayed", "runs.db", delay=args.delay)
     big_db = WORK / f"big-{args.rows}.db"
     big = write_config(run / "big", str(big_db))
@@ -119,7 +120,7 @@ def setup(args: argparse.Namespace) -> dict[str, Any]:
     subprocess.run(
         [PY, str(pyz), "pin", "-config", str(empty)], check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
     )
-    for other in (counting, delayed, big, passthrough):
+    for other in (counting, delayed, big, passthrough, floor):
         shutil.copy(empty.parent / "up.manifest.json", other.parent / "up.manifest.json")
     if big_db.exists() and not args.rebuild_db and not time_ordered_ids(big_db):
         log(f"{big_db} has ids of the old form (random): rebuilding it")
@@ -141,6 +142,7 @@ def setup(args: argparse.Namespace) -> dict[str, Any]:
         "big": big,
         "big_db": big_db,
         "passthrough": passthrough,
+        "floor": floor,
         "prior_calls": prior,
     }
 
@@ -198,6 +200,8 @@ def chain_command(chain: str, cfg: dict[str, Any], *, delay: bool = False) -> tu
         return [VENV_PY, str(BENCH / "fastmcp_proxy.py"), VENV_PY, str(BENCH / "upstream.py")], env
     if chain == "passthrough":  # the .pyz with its gate taken out (passthrough.py): the wire's floor
         return [PY, str(BENCH / "passthrough.py"), str(cfg["pyz"]), "serve", "-config", str(cfg["passthrough"])], env
+    if chain == "floor":  # the .pyz's wire with the seed's record written straight-line (record_proxy.py)
+        return [PY, str(BENCH / "record_proxy.py"), str(cfg["pyz"]), "serve", "-config", str(cfg["floor"])], env
     config = cfg["delayed"] if delay else cfg[{"agentrt": "empty", "agentrt-1M": "big", "counting": "counting"}[chain]]
     if chain == "counting":
         return [
@@ -500,7 +504,7 @@ async def sessions(cfg: dict[str, Any], args: argparse.Namespace) -> dict[str, A
     out["warm_read_s"] = warm_cache(cfg["big_db"])
     log(f"  read the large database through in {out['warm_read_s']:.0f} s (warm)")
     async with AsyncExitStack() as stack:
-        names = ["direct", "passthrough", "agentrt", "fastmcp", "agentrt-1M"]
+        names = ["direct", "passthrough", "floor", "agentrt", "fastmcp", "agentrt-1M"]
         chains = []
         for name in names:
             chains.append(await open_chain(stack, name, cfg, errlog))
@@ -736,7 +740,9 @@ def report(res: dict[str, Any]) -> str:
     L.append("")
     L.append(
         "`passthrough` is the same .pyz with its gate taken out (`passthrough.py`: each call forwarded, nothing "
-        "recorded): what the proxy's wire alone adds."
+        "recorded): what the proxy's wire alone adds. `floor` is the same wire with the seed's record written "
+        "straight-line around each call (`record_proxy.py`: two durable commits, nothing checked): what any gate "
+        "that writes that record in Python adds at the least."
     )
     L.append("")
     L.append("| call | chain | p50 | p90 | p99 | added p50 vs direct |")
@@ -748,7 +754,7 @@ def report(res: dict[str, Any]) -> str:
             "duplicate": "DUPLICATE `pay` (refused by agentrt; executed again by the others)",
         }[kind]
         base = lat[kind]["direct"]["p50"]
-        for name in ("direct", "passthrough", "agentrt", "fastmcp", "agentrt-1M"):
+        for name in ("direct", "passthrough", "floor", "agentrt", "fastmcp", "agentrt-1M"):
             if name not in lat[kind]:
                 continue
             s = lat[kind][name]
@@ -906,6 +912,21 @@ def promise_floor(res: dict[str, Any], added_f: float, wire: float | None) -> li
             "met": least <= 0.5 * added_f,
         }
     ]
+    measured = res["latency_ms"]["echo"].get("floor")
+    if measured is not None:
+        # The record on the wire as a chain of its own (record_proxy.py), in this same session:
+        # the sum below left out what the chain meets (commits of 15 pages, not 1; caches the
+        # other chains evict), and read 0.47x where the chain read 0.78-0.80x (bench/RESULTS.md).
+        added = measured["p50"] - res["latency_ms"]["echo"]["direct"]["p50"]
+        rows.append(
+            {
+                "target": "(a reference, measured) the wire + the seed's record straight-line (the `floor` chain, "
+                "`record_proxy.py`), ≤ 0.5 × fastmcp's added p50",
+                "measured": f"+{added:.2f} ms = {added / added_f:.2f}× fastmcp's",
+                "met": added <= 0.5 * added_f,
+            }
+        )
+        return rows
     record = res.get("record_floor")
     if record:
         # The record's own work besides its COMMITs (CPU; it waits on nothing), written
@@ -938,7 +959,19 @@ def throughput_targets(res: dict[str, Any]) -> list[dict[str, Any]]:
                     "met": ratio >= 0.8,
                 }
             )
-            rows.extend(throughput_floor(res, kind, 0.8 * per["direct"]))
+            if per.get("floor"):
+                spent = res.get("throughput_cpu_ms_per_call", {}).get(kind, {}).get("floor", {})
+                rows.append(
+                    {
+                        "target": f"(a reference, measured) {kind}, 8 in flight: the `floor` chain (the wire + the "
+                        "seed's record straight-line, each call committing alone) ≥ 0.8 × direct",
+                        "measured": f"{per['floor']:.0f} vs {per['direct']:.0f} calls/s = {per['floor'] / per['direct']:.2f}×"
+                        + (f" (its CPU a call {spent['head_ms']:.2f} ms)" if "head_ms" in spent else ""),
+                        "met": per["floor"] >= 0.8 * per["direct"],
+                    }
+                )
+            else:
+                rows.extend(throughput_floor(res, kind, 0.8 * per["direct"]))
     return rows
 
 
