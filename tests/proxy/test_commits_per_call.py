@@ -160,9 +160,10 @@ async def test_payments_in_flight_together_share_commits_each_pays_once_and_the_
     # eight arrive in one read, as from a host that pipelines them; the task owner ticks only
     # by hand, so no worker thread of the proxy's own takes the database meanwhile; and the bank
     # holds every answer until all eight are paid, so the starts are counted apart. A decision
-    # that finds the store busy all the same (docs/decisions/0006) is made on a worker thread
-    # and commits alone, by design, as it did once under a loaded CI run: the claim that the
-    # calls read together decide together is about the commits the event loop makes.
+    # that finds the store busy all the same (docs/decisions/0006; here the supervisor's record
+    # of its first listing check, written on a worker thread, can meet the first calls) is made
+    # on a worker thread and commits alone, by design, as it did once under a loaded CI run: the
+    # claim that the calls read together decide together is about the commits the loop makes.
     loop_thread = threading.get_ident()
     ticker = ManualTicker()
     async with proxy_harness(tmp_path, rules=PAY_ALLOWED, ticker=ticker) as h:
