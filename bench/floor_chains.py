@@ -19,6 +19,7 @@ gate groups them, so its throughput row is a little below what such a gate could
 
 from __future__ import annotations
 
+import shutil
 import statistics
 import subprocess
 import sys
@@ -35,7 +36,7 @@ import throughput_ab
 def commands(pyz: Path) -> list[tuple[str, list[str]]]:
     work = bench.WORK / "floor-chains"
     if work.exists():
-        subprocess.run(["rm", "-rf", str(work)], check=True)
+        shutil.rmtree(work)
     out: list[tuple[str, list[str]]] = [("direct", [bench.VENV_PY, str(bench.BENCH / "upstream.py")])]
     for name, wrapper in (("passthrough", "passthrough.py"), ("floor", "record_proxy.py"), ("agentrt", None)):
         config = bench.write_config(work / name, "runs.db")

@@ -253,6 +253,18 @@ class Recorder:
         self._commit()
 
 
+def open_recorder(path: str) -> Recorder:
+    """A recorder on the database at ``path``: made by ``Store.open`` (the real schema and
+    indexes), then a plain connection in WAL with durable commits, the tool's spec stored once
+    (as the gate stores it once a process)."""
+    Store.open(path).close()
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = FULL")
+    conn.execute("INSERT OR IGNORE INTO tool_specs (hash, spec_json) VALUES (?, ?)", (SPEC, SPEC_JSON))
+    return Recorder(conn)
+
+
 def main(argv: list[str]) -> int:
     as_json = "-json" in argv
     argv = [a for a in argv if a != "-json"]
@@ -276,12 +288,8 @@ def measure(calls: int) -> tuple[int, float, float] | None:
     written do not verify."""
     directory = Path(tempfile.mkdtemp(prefix="record-floor-"))
     path = str(directory / "runs.db")
-    Store.open(path).close()  # the real schema and indexes
-    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-    conn.execute("PRAGMA journal_mode = WAL")
-    conn.execute("PRAGMA synchronous = FULL")
-    conn.execute("INSERT INTO tool_specs (hash, spec_json) VALUES (?, ?)", (SPEC, SPEC_JSON))  # once, as the gate
-    recorder = Recorder(conn)
+    recorder = open_recorder(path)
+    conn = recorder.c
     nonce = os.urandom(4).hex()
     for i in range(200):
         recorder.call(i, nonce + "w")

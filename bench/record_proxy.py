@@ -18,7 +18,6 @@ Never a way to run the proxy: it gates nothing.
 from __future__ import annotations
 
 import json
-import sqlite3
 import sys
 from pathlib import Path
 from typing import Any
@@ -37,21 +36,14 @@ def main() -> int:
     from agentrt_proxy.mcp.outcomes import Result
     from agentrt_proxy.proxy import _answers as answers
     from agentrt_proxy.proxy import _runtime as runtime
-    from agentrt_proxy.store import Store
 
     config = Path(sys.argv[sys.argv.index("-config") + 1]) if "-config" in sys.argv else Path(".")
     recorders: list[floor.Recorder] = []
     seen: dict[str, int] = {}  # how many times each arguments text was recorded (a repeat runs again)
 
-    def recorder() -> floor.Recorder:
+    def recorder() -> floor.Recorder:  # opened at the first call: serve's own start stays as it is
         if not recorders:
-            path = str(config.parent / "floor.db")
-            Store.open(path).close()  # the real schema and indexes
-            conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = FULL")
-            conn.execute("INSERT OR IGNORE INTO tool_specs (hash, spec_json) VALUES (?, ?)", (floor.SPEC, floor.SPEC_JSON))
-            recorders.append(floor.Recorder(conn))
+            recorders.append(floor.open_recorder(str(config.parent / "floor.db")))
         return recorders[0]
 
     async def call(self: Any, name: str, arguments_text: str | None, ctx: Any) -> dict[str, Any]:
