@@ -80,6 +80,8 @@ class Resumer:
             retry_ms = end.retry_ms if end.retry_ms is not None else DEFAULT_RETRY_MS
             if self._wake.wait(retry_ms / 1000) or self._link.closed:
                 raise SessionClosed("connection closed")
+            if self._answered(msg_id):  # it came meanwhile on another stream: nothing left to resume
+                return
             before = end.last_event_id
             end = self._get(msg_id, end, timeout)
             if self._answered(msg_id):

@@ -30,9 +30,15 @@ def anyio_backend() -> str:
 class Server:
     """initialize / tools/list answered as JSON; tools/call and GET as the test says."""
 
-    def __init__(self, on_call: Callable[[BaseHTTPRequestHandler, int], None], on_get: Callable[..., None]) -> None:
+    def __init__(
+        self,
+        on_call: Callable[[BaseHTTPRequestHandler, int], None],
+        on_get: Callable[..., None],
+        on_stream: Callable[[BaseHTTPRequestHandler, Server], None] | None = None,
+    ) -> None:
         self.log: list[tuple[str, float, dict[str, str]]] = []
         self.call_id: int | None = None
+        self.call_stream_closed = threading.Event()
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -42,9 +48,12 @@ class Server:
                 pass
 
             def do_GET(self) -> None:
-                if "Last-Event-ID" not in self.headers:  # the session's standalone stream: none here
+                if "Last-Event-ID" not in self.headers:  # the session's standalone stream: none unless asked
                     outer.log.append(("GET stream", time.monotonic(), dict(self.headers)))
-                    self.send_error(405)
+                    if on_stream is None:
+                        self.send_error(405)
+                    else:
+                        on_stream(self, outer)
                     return
                 outer.log.append(("GET", time.monotonic(), dict(self.headers)))
                 on_get(self, outer.call_id)
@@ -60,6 +69,7 @@ class Server:
                 if msg.get("method") == "tools/call":
                     outer.call_id = msg["id"]
                     on_call(self, msg["id"])
+                    outer.call_stream_closed.set()
                     return
                 if "id" not in msg:
                     self.send_response(202)
@@ -91,8 +101,12 @@ class Server:
 def serve() -> Iterator[Callable[..., Server]]:
     servers: list[Server] = []
 
-    def make(on_call: Callable[..., None], on_get: Callable[..., None] | None = None) -> Server:
-        servers.append(Server(on_call, on_get or (lambda h, call_id: h.send_error(405))))
+    def make(
+        on_call: Callable[..., None],
+        on_get: Callable[..., None] | None = None,
+        on_stream: Callable[[BaseHTTPRequestHandler, Server], None] | None = None,
+    ) -> Server:
+        servers.append(Server(on_call, on_get or (lambda h, call_id: h.send_error(405)), on_stream))
         return servers[-1]
 
     yield make
@@ -206,3 +220,25 @@ async def test_closing_the_connection_ends_a_wait_before_resuming(serve: Any) ->
     assert isinstance(out, NoAnswer) and out.kind == "timeout"
     assert time.monotonic() - started < 2
     assert [entry[0] for entry in server.log].count("GET") == 0
+
+
+async def test_an_answer_that_came_on_the_standalone_stream_meanwhile_is_not_resumed_for(serve: Any) -> None:
+    # The specification forbids it, and the conformance suite's own sse-retry server does it when
+    # the session's GET stream opens late: the answer to a call whose stream closed arrives on the
+    # standalone stream. The call has its answer; a resuming GET would wait on a stream that has
+    # nothing more to say until the call's timeout.
+    def on_stream(h: BaseHTTPRequestHandler, server: Server) -> None:
+        open_stream(h, b": listening\n\n")
+        if server.call_stream_closed.wait(5) and server.call_id is not None:
+            h.wfile.write(answer_event(server.call_id, "on the standalone stream"))
+            h.wfile.flush()
+        time.sleep(5)
+
+    server = serve(lambda h, call_id: open_stream(h, b"id: e-1\nretry: 300\ndata: \n\n"), None, on_stream)
+    async with open_connection(ServerSpec(name="web", endpoint=server.url), timeout_ns=5 * SECOND) as conn:
+        started = time.monotonic()
+        out = await conn.call_tool("t", "{}", 10 * SECOND)
+        took = time.monotonic() - started
+    assert isinstance(out, Result) and out.text == "on the standalone stream", out
+    assert took < 2, took
+    assert [entry[0] for entry in server.log].count("GET") == 0  # no resuming GET went out

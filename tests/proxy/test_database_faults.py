@@ -110,7 +110,9 @@ async def test_an_outcome_refused_past_the_lease_is_kept_recorded_late_and_never
         await until("a late outcome recorded", lambda: late_outcomes(h), 20)
         [(run_id, payload)] = late_outcomes(h)
         assert payload["observation"]["kind"] == "tool_result" and payload["not_recorded"] is True
-        assert any(f"run {run_id}: the outcome of the call to bank_pay is recorded now" in line for line in h.stderr)
+        # The proxy says so after the commit, on its own task: the row can be seen before the line.
+        said = f"run {run_id}: the outcome of the call to bank_pay is recorded now"
+        await until("the late outcome reported", lambda: any(said in line for line in h.stderr), 20)
         store = h.store()
         try:
             assert store.get_run(run_id).status == "RUNNING"  # the step is still the lease's: a take-over settles it
@@ -122,7 +124,9 @@ async def test_an_outcome_refused_past_the_lease_is_kept_recorded_late_and_never
                 if not text_of(again).startswith("IN_PROGRESS"):
                     break
                 await anyio.sleep(0.5)
-        taken = [line for line in h.stderr if f"run {run_id}: a call to bank_pay was cut off" in line]
+        cut_off = f"run {run_id}: a call to bank_pay was cut off"
+        await until("the take-over reported", lambda: any(cut_off in line for line in h.stderr), 20)
+        taken = [line for line in h.stderr if cut_off in line]
         assert len(taken) == 1 and "its server had answered" in taken[0] and "it executed" in taken[0], h.stderr
         assert not any(f"run {run_id}" in line and "its outcome is unknown" in line for line in h.stderr), h.stderr
         waiting = [a for a in h.pending() if a.kind == "interrupted_side_effect"]
