@@ -21,10 +21,34 @@ import statistics
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 BENCH = Path(__file__).resolve().parent
+
+
+def route_store_connections(factory: type, on_connect: Callable[[Any, Any], None] | None = None) -> None:
+    """Open every connection the store makes from now on as ``factory`` (a ``sqlite3.Connection``
+    subclass), then hand it to ``on_connect(database, conn)``. Call it after the .pyz is on
+    ``sys.path``: it replaces the ``sqlite3`` the store's connection module sees."""
+    import sqlite3
+
+    from agentrt_proxy.store import _connection as store_connection
+
+    real_connect = sqlite3.connect
+
+    def connect(database: Any, *args: Any, **kwargs: Any) -> sqlite3.Connection:
+        kwargs["factory"] = factory
+        conn = real_connect(database, *args, **kwargs)
+        if on_connect is not None:
+            on_connect(database, conn)
+        return conn
+
+    shim = type(sys)(f"sqlite3_{factory.__name__}")
+    shim.__dict__.update(sqlite3.__dict__)
+    shim.connect = connect  # type: ignore[attr-defined]
+    store_connection.sqlite3 = shim  # type: ignore[attr-defined]
 
 
 def main(argv: list[str]) -> int:
@@ -46,7 +70,6 @@ def main(argv: list[str]) -> int:
     from agentrt_proxy.mcp.outcomes import Result
     from agentrt_proxy.mcp.server import CallContext
     from agentrt_proxy.proxy._runtime import open_runtime
-    from agentrt_proxy.store import _connection as store_connection
     from agentrt_proxy.upstream import pin_server, write_manifest
 
     sql_ns: list[int] = [0]
@@ -71,16 +94,7 @@ def main(argv: list[str]) -> int:
                 sql_ns[0] += time.perf_counter_ns() - t
 
     if timed:
-        real_connect = sqlite3.connect
-
-        def connect(*args: Any, **kwargs: Any) -> sqlite3.Connection:
-            kwargs["factory"] = TimedConnection
-            return real_connect(*args, **kwargs)
-
-        shim = type(sys)("sqlite3_timed")
-        shim.__dict__.update(sqlite3.__dict__)
-        shim.connect = connect  # type: ignore[attr-defined]
-        store_connection.sqlite3 = shim  # type: ignore[attr-defined]
+        route_store_connections(TimedConnection)
 
     directory = Path(opts["-db"]) if "-db" in opts else Path(tempfile.mkdtemp(prefix="gate-path-"))
     directory.mkdir(parents=True, exist_ok=True)

@@ -33,8 +33,6 @@ def main(argv: list[str]) -> int:
 
     import gate_path
 
-    from agentrt_proxy.store import _connection as store_connection
-
     commits: list[list[int]] = []  # per COMMIT: the page of each frame it appended
     statements: list[list[str]] = [[]]  # per COMMIT: what ran in its transaction
     state: dict[str, Any] = {"offset": WAL_HEADER, "page_size": 4096, "database": None}
@@ -67,20 +65,12 @@ def main(argv: list[str]) -> int:
                 state["offset"] += frame
         return pages
 
-    real_connect = sqlite3.connect
-
-    def connect(database: Any, *args: Any, **kwargs: Any) -> sqlite3.Connection:
-        kwargs["factory"] = FrameCountingConnection
-        conn = real_connect(database, *args, **kwargs)
+    def note_the_database(database: Any, conn: sqlite3.Connection) -> None:
         if str(database).endswith("runs.db"):  # the store opens it by URI: file:<quoted path>
             state["database"] = urllib.parse.unquote(str(database).removeprefix("file:"))
             conn.execute("PRAGMA wal_autocheckpoint = 0")
-        return conn
 
-    shim = type(sys)("sqlite3_frames")
-    shim.__dict__.update(sqlite3.__dict__)
-    shim.connect = connect  # type: ignore[attr-defined]
-    store_connection.sqlite3 = shim  # type: ignore[attr-defined]
+    gate_path.route_store_connections(FrameCountingConnection, note_the_database)
 
     owners: dict[int, str] = {}
     real_close = FrameCountingConnection.close
